@@ -1,0 +1,181 @@
+"""Parameter specifications, validation and ROS 2 params-file loading, without ROS.
+
+A node declares its parameters from a list of :class:`ParamSpec`; ``run-bag`` validates the same
+YAML file against the same list, so a wrong value is refused with the same reason live and offline.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A parameter value that the node refuses to start with; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One parameter: name (dotted for nested YAML keys), default, description and constraints.
+
+    ``low``/``high`` bound numbers and every element of numeric lists; ``low_open``/``high_open`` make
+    the bound exclusive. ``choices`` restricts strings (or each string of a list). ``length`` fixes a
+    list's length. ``check`` is a final validator returning an error text or ``None``.
+    """
+
+    name: str
+    default: Any
+    description: str
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    choices: tuple[str, ...] | None = None
+    length: int | None = None
+    unit: str = ''
+    dynamic: bool = False
+    check: Callable[[Any], str | None] | None = field(default=None, compare=False)
+
+    def constraint_text(self) -> str:
+        parts = []
+        if self.low is not None or self.high is not None:
+            lo = '(' if self.low_open else '['
+            hi = ')' if self.high_open else ']'
+            parts.append(f'range {lo}{_fmt(self.low, "-inf")}, {_fmt(self.high, "inf")}{hi}')
+        if self.choices:
+            parts.append('one of ' + ', '.join(self.choices))
+        if self.length is not None:
+            parts.append(f'length {self.length}')
+        if self.unit:
+            parts.append(f'unit {self.unit}')
+        return '; '.join(parts)
+
+    def validate(self, value: Any) -> Any:
+        """Return the value coerced to the default's type, or raise ConfigError with the reason."""
+        value = _coerce(self, value)
+        items = value if isinstance(value, list) else [value]
+        if self.length is not None and isinstance(value, list) and len(value) != self.length:
+            raise ConfigError(f"parameter '{self.name}' must have {self.length} elements, got {len(value)}")
+        for item in items:
+            if isinstance(item, (int, float)) and not isinstance(item, bool):
+                self._check_number(item)
+            if self.choices is not None and isinstance(item, str) and item not in self.choices:
+                raise ConfigError(f"parameter '{self.name}' = '{item}' is not one of: {', '.join(self.choices)}")
+        if self.check is not None:
+            problem = self.check(value)
+            if problem:
+                raise ConfigError(f"parameter '{self.name}' = {value!r}: {problem}")
+        return value
+
+    def _check_number(self, x: float) -> None:
+        if not math.isfinite(x):
+            raise ConfigError(f"parameter '{self.name}' must be finite, got {x}")
+        too_low = self.low is not None and (x <= self.low if self.low_open else x < self.low)
+        too_high = self.high is not None and (x >= self.high if self.high_open else x > self.high)
+        if too_low or too_high:
+            raise ConfigError(f"parameter '{self.name}' = {x} is outside its {self.constraint_text()}")
+
+
+def _fmt(x: float | None, inf: str) -> str:
+    return inf if x is None else f'{x:g}'
+
+
+def _coerce(spec: ParamSpec, value: Any) -> Any:
+    default = spec.default
+    try:
+        if isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise TypeError
+            return value
+        if isinstance(default, int):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError
+            return value
+        if isinstance(default, float):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError
+            return float(value)
+        if isinstance(default, str):
+            if not isinstance(value, str):
+                raise TypeError
+            return value
+        if isinstance(default, list):
+            if not isinstance(value, (list, tuple)):
+                raise TypeError
+            elem = default[0] if default else None
+            if isinstance(elem, float):
+                if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in value):
+                    raise TypeError
+                return [float(v) for v in value]
+            if isinstance(elem, str):
+                if any(not isinstance(v, str) for v in value):
+                    raise TypeError
+                return list(value)
+            return list(value)
+    except TypeError:
+        raise ConfigError(f"parameter '{spec.name}' expects {_type_name(default)}, got {value!r}") from None
+    return value
+
+
+def _type_name(default: Any) -> str:
+    if isinstance(default, list):
+        inner = type(default[0]).__name__ if default else 'value'
+        return f'a list of {inner}'
+    return f'a {type(default).__name__}'
+
+
+def validate_all(specs: Sequence[ParamSpec], values: Mapping[str, Any],
+                 *, allow_unknown: bool = False) -> dict[str, Any]:
+    """Defaults overlaid with ``values``, every value validated; unknown names are an error."""
+    by_name = {s.name: s for s in specs}
+    unknown = sorted(set(values) - set(by_name))
+    if unknown and not allow_unknown:
+        raise ConfigError(f"unknown parameter(s): {', '.join(unknown)} "
+                          f"(known: {', '.join(sorted(by_name))})")
+    out = {}
+    for spec in specs:
+        out[spec.name] = spec.validate(values.get(spec.name, spec.default))
+    return out
+
+
+def flatten(tree: Mapping[str, Any], prefix: str = '') -> dict[str, Any]:
+    """Nested YAML mappings to dotted names: {'rls': {'forgetting_factor': 1}} -> {'rls.forgetting_factor': 1}."""
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        name = f'{prefix}{key}'
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, name + '.'))
+        else:
+            flat[name] = value
+    return flat
+
+
+def load_params_file(path: str, node_name: str) -> dict[str, Any]:
+    """Parameters for ``node_name`` from a ROS 2 ``--params-file`` YAML (``/**`` first, then the node's own).
+
+    Node keys may be written with or without a leading slash or namespace (``/ns/name``).
+    """
+    with open(path, encoding='utf-8') as f:
+        doc = yaml.safe_load(f) or {}
+    if not isinstance(doc, Mapping):
+        raise ConfigError(f'{path}: a params file must be a mapping of node names')
+    merged: dict[str, Any] = {}
+    keys = [k for k in doc if k in ('/**', '**')]
+    keys += [k for k in doc if str(k).strip('/').split('/')[-1] == node_name]
+    for key in keys:
+        section = doc[key]
+        if not isinstance(section, Mapping) or 'ros__parameters' not in section:
+            raise ConfigError(f"{path}: section '{key}' has no 'ros__parameters'")
+        merged.update(flatten(section['ros__parameters'] or {}))
+    return merged
+
+
+def describe(specs: Iterable[ParamSpec]) -> str:
+    """A plain-text table of the parameters (name, default, constraints, description)."""
+    lines = []
+    for s in specs:
+        extra = s.constraint_text()
+        lines.append(f'{s.name} = {s.default!r}' + (f'  [{extra}]' if extra else '') + f'\n    {s.description}')
+    return '\n'.join(lines)
