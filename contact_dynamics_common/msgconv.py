@@ -155,9 +155,8 @@ def columns_from_messages(type_name: str, msgs: Sequence[Any], log_ns: Sequence[
     for name, path in spec.strings:
         add_string_column(cols, name, [str(v) for v in map(attrgetter(path), msgs)])
     for fc in spec.floats:
-        parts = [np.asarray([get(m) for m in msgs], dtype=np.float64).reshape(n, -1 if n else 0)
-                 for get in map(attrgetter, fc.paths)]
-        cols[fc.name] = np.hstack(parts) if n else np.empty((0, fc.width))
+        cols[fc.name] = (np.hstack([np.asarray([get(m) for m in msgs], dtype=np.float64).reshape(n, -1)
+                                    for get in map(attrgetter, fc.paths)]) if n else np.empty((0, fc.width)))
     if spec.joint_arrays:
         cols.update(_joint_columns(msgs, spec.joint_arrays))
     return cols

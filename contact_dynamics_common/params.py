@@ -41,8 +41,8 @@ class ParamSpec:
     def constraint_text(self) -> str:
         parts = []
         if self.low is not None or self.high is not None:
-            lo = '(' if self.low_open else '['
-            hi = ')' if self.high_open else ']'
+            lo = '(' if self.low_open or self.low is None else '['
+            hi = ')' if self.high_open or self.high is None else ']'
             parts.append(f'range {lo}{_fmt(self.low, "-inf")}, {_fmt(self.high, "inf")}{hi}')
         if self.choices:
             parts.append('one of ' + ', '.join(self.choices))

@@ -50,6 +50,10 @@ class StampGate:
         """
         stamps_ns = np.asarray(stamps_ns, dtype=np.int64)
         n = len(stamps_ns)
+        if n and self._all_good(stamps_ns, finite):      # the common case, in a few vector operations
+            self.last_ns = int(stamps_ns[-1])
+            self.counts.accepted += n
+            return [Segment(np.arange(n))]
         ok = stamps_ns > 0
         self.counts.zero_stamp += int(n - ok.sum())
         if finite is not None:
@@ -85,6 +89,10 @@ class StampGate:
         if reset_next:
             segments.append(Segment(np.empty(0, dtype=np.int64), reset_before=True))
         return segments
+
+    def _all_good(self, stamps_ns: np.ndarray, finite: np.ndarray | None) -> bool:
+        first_ok = stamps_ns[0] > 0 and (self.last_ns is None or stamps_ns[0] > self.last_ns)
+        return bool(first_ok and (finite is None or finite.all()) and (np.diff(stamps_ns) > 0).all())
 
 
 _NONE = np.iinfo(np.int64).min

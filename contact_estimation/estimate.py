@@ -85,11 +85,16 @@ def failure(algorithm: str, model: ContactModel, reason: str, stamp: float = 0.0
 
 
 def make_spd(cov: np.ndarray, floor: float = 1e-300) -> np.ndarray:
-    """Symmetrise and floor the eigenvalues so the matrix is positive definite (and finite)."""
+    """Symmetrise; if not positive definite (or not finite), floor the eigenvalues so that it is."""
     cov = np.asarray(cov, dtype=np.float64)
     cov = 0.5 * (cov + cov.T)
     if not np.all(np.isfinite(cov)):
         return np.eye(len(cov)) * 1e300
+    try:
+        np.linalg.cholesky(cov)
+        return cov
+    except np.linalg.LinAlgError:
+        pass
     w, v = np.linalg.eigh(cov)
     top = max(float(w.max()), floor)
     w = np.maximum(w, max(floor, top * 1e-15))
@@ -116,20 +121,26 @@ def quality_from_information(info_scaled: np.ndarray, n_eff: float, sigma2: floa
     """
     info = 0.5 * (info_scaled + info_scaled.T)
     p = len(info)
+    diag = info.diagonal()
     # a tiny ridge keeps the inverse finite when a regressor is not excited at all (e.g. xdot = 0 on a
     # noise-free plateau): that parameter then gets a huge variance and ~0 excitation, not a crash
-    top = float(np.max(np.abs(np.diag(info)))) if p else 0.0
-    ridged = info + np.eye(p) * max(top * 1e-13, 1e-300)
+    ridged = info + np.eye(p) * max(float(diag.max()) * 1e-13, 1e-300)
     inv = np.linalg.inv(ridged)
-    diag_inv = np.clip(np.diag(inv), 1e-300, None)
+    diag_inv = np.maximum(inv.diagonal(), 1e-300)
     excitation = scales / np.sqrt(max(n_eff, 1e-12) * diag_inv)
-    identifiable = tuple(bool(e >= m) for e, m in zip(excitation, min_excitation))
-    # conditioning of the excited parameters only (an unexcited one is reported as not identifiable)
-    sub = np.flatnonzero(identifiable) if any(identifiable) else np.arange(p)
-    block = ridged[np.ix_(sub, sub)]
-    d = np.sqrt(np.diag(block))
-    ev = np.linalg.eigvalsh(block / np.outer(d, d))
-    cond = float(ev[-1] / ev[0]) if ev[0] > 0 else float('inf')
+    identifiable = tuple((excitation >= min_excitation).tolist())
+    # 1-norm condition number of the correlation-normalised information matrix C = D^-1 info D^-1, over the
+    # excited parameters only (an unexcited one is reported as not identifiable instead)
+    sub = [i for i in range(p) if identifiable[i]]
+    if len(sub) == p or not sub:
+        block, block_inv = ridged, inv
+    else:
+        block = ridged[np.ix_(sub, sub)]
+        block_inv = np.linalg.inv(block)
+    d = np.sqrt(block.diagonal())
+    corr = np.abs(block / np.outer(d, d))
+    corr_inv = np.abs(block_inv * np.outer(d, d))
+    cond = float(corr.sum(axis=0).max() * corr_inv.sum(axis=0).max())
     cov = make_spd(sigma2 * inv / np.outer(scales, scales))
     return Quality(covariance=cov, excitation=excitation, condition_number=cond, identifiable=identifiable)
 

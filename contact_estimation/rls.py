@@ -59,6 +59,7 @@ class RecursiveLeastSquares:
         self._w = 0.0          # forgetting-weighted sample count
         self._n = 0
         self._t = 0.0
+        self._cached: ContactEstimate | None = None
         self.history_t: list[np.ndarray] = []
         self.history_theta: list[np.ndarray] = []
 
@@ -70,20 +71,27 @@ class RecursiveLeastSquares:
         y = samples.force
         p = self.model.size
         lam = self.lam
-        a = [1.0, -lam]
-        u = np.einsum('ni,nj->nij', phi, phi).reshape(n, p * p) + ((1 - lam) * self.r_min * np.eye(p)).ravel()
-        R = lfilter([1.0], a, u, axis=0, zi=(lam * self._R).reshape(1, p * p))[0].reshape(n, p, p)
-        ur = phi * y[:, None] + (1 - lam) * self.r_min * self._theta0
-        r = lfilter([1.0], a, ur, axis=0, zi=(lam * self._r).reshape(1, p))[0]
+        # the four recursions share the filter 1 / (1 - lam z^-1): run them as one lfilter over columns
+        # [phi phi^T + (1-lam) R_min | phi F + (1-lam) R_min theta0 | 1]
+        cols = np.empty((n, p * p + p + 1))
+        cols[:, :p * p] = np.einsum('ni,nj->nij', phi, phi).reshape(n, p * p)
+        cols[:, :p * p] += ((1 - lam) * self.r_min * np.eye(p)).ravel()
+        cols[:, p * p:p * p + p] = phi * y[:, None] + (1 - lam) * self.r_min * self._theta0
+        cols[:, -1] = 1.0
+        zi = lam * np.concatenate((self._R.ravel(), self._r, [self._w]))[None, :]
+        out = lfilter([1.0], [1.0, -lam], cols, axis=0, zi=zi)[0]
+        R = out[:, :p * p].reshape(n, p, p)
+        r = out[:, p * p:p * p + p]
+        w = out[:, -1]
         theta = np.linalg.solve(R, r[:, :, None])[:, :, 0]
         prior = np.vstack([self._theta[None, :], theta[:-1]])
         e = y - np.einsum('ni,ni->n', phi, prior)
-        s = lfilter([1.0], a, e * e, zi=[lam * self._s])[0]
-        w = lfilter([1.0], a, np.ones(n), zi=[lam * self._w])[0]
+        s = lfilter([1.0], [1.0, -lam], e * e, zi=[lam * self._s])[0]
         self._R, self._r, self._theta = R[-1], r[-1], theta[-1]
         self._s, self._w = float(s[-1]), float(w[-1])
         self._n += n
         self._t = float(samples.t[-1])
+        self._cached = None
         if self.record:
             self.history_t.append(samples.t.copy())
             self.history_theta.append(theta / self.scales)
@@ -95,6 +103,11 @@ class RecursiveLeastSquares:
         return np.concatenate(self.history_t), np.vstack(self.history_theta)
 
     def estimate(self) -> ContactEstimate:
+        if self._cached is None:
+            self._cached = self._estimate()
+        return self._cached
+
+    def _estimate(self) -> ContactEstimate:
         if self._n == 0:
             return failure(self.name, self.model, 'no samples yet')
         sigma2 = self._s / max(self._w - self.model.size, 1.0)

@@ -1,0 +1,201 @@
+"""ROS 2 glue shared by every estimator node: parameters, QoS, diagnostics, reset service, timing, main().
+
+An estimator node declares its parameters from a list of ParamSpec (with descriptions and ranges),
+validates them at start (a bad value stops the node with the reason), subscribes with sensor-data QoS,
+lets callbacks only copy samples into buffers, runs the estimation on a timer and reports its health on
+/diagnostics. The estimation itself lives in ROS-free modules.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from collections import deque
+from typing import Callable, Sequence
+
+import numpy as np
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
+from rclpy.exceptions import ParameterException
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy, DurabilityPolicy
+from std_srvs.srv import Trigger
+
+from .params import ConfigError, ParamSpec
+
+OK, WARN, ERROR, STALE = DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR, DiagnosticStatus.STALE
+
+
+def sensor_qos(depth: int) -> QoSProfile:
+    """Best-effort, volatile, keep-last(depth): accepts both reliable and best-effort publishers."""
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth, reliability=ReliabilityPolicy.BEST_EFFORT,
+                      durability=DurabilityPolicy.VOLATILE)
+
+
+def output_qos(depth: int = 10) -> QoSProfile:
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth, reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.VOLATILE)
+
+
+def _descriptor(spec: ParamSpec) -> ParameterDescriptor:
+    desc = ParameterDescriptor(description=spec.description, additional_constraints=spec.constraint_text(),
+                               read_only=not spec.dynamic)
+    scalar = spec.default if not isinstance(spec.default, list) else None
+    if spec.low is not None and spec.high is not None and not isinstance(scalar, bool):
+        if isinstance(scalar, float):
+            desc.floating_point_range = [FloatingPointRange(from_value=float(spec.low), to_value=float(spec.high))]
+        elif isinstance(scalar, int):
+            desc.integer_range = [IntegerRange(from_value=int(spec.low), to_value=int(spec.high), step=1)]
+    return desc
+
+
+class RateMeter:
+    """Message rate over a sliding window of receipt times (node clock, s)."""
+
+    def __init__(self, window: int = 200):
+        self._times: deque = deque(maxlen=window)
+        self.count = 0
+
+    def tick(self, now_s: float) -> None:
+        self._times.append(now_s)
+        self.count += 1
+
+    def rate(self) -> float:
+        if len(self._times) < 2 or self._times[-1] <= self._times[0]:
+            return 0.0
+        return (len(self._times) - 1) / (self._times[-1] - self._times[0])
+
+    def age(self, now_s: float) -> float:
+        return now_s - self._times[-1] if self._times else float('inf')
+
+
+class CostMeter:
+    """Wall-clock cost of the estimation updates: p50 / p99 / max over the last N updates (ms)."""
+
+    def __init__(self, window: int = 1000):
+        self._ms: deque = deque(maxlen=window)
+
+    def add(self, seconds: float) -> None:
+        self._ms.append(seconds * 1e3)
+
+    def figures(self) -> dict[str, float]:
+        if not self._ms:
+            return {'update_ms_p50': 0.0, 'update_ms_p99': 0.0, 'update_ms_max': 0.0}
+        a = np.fromiter(self._ms, float)
+        return {'update_ms_p50': float(np.percentile(a, 50)), 'update_ms_p99': float(np.percentile(a, 99)),
+                'update_ms_max': float(a.max())}
+
+
+def status(name: str, level: bytes, message: str, values: dict, hardware_id: str = '') -> DiagnosticStatus:
+    """A DiagnosticStatus with the values as KeyValue pairs (floats printed with 6 significant digits)."""
+    kv = [KeyValue(key=str(k), value=(f'{v:.6g}' if isinstance(v, float) else str(v))) for k, v in values.items()]
+    return DiagnosticStatus(level=level, name=name, message=message, hardware_id=hardware_id, values=kv)
+
+
+class EstimatorNode(Node):
+    """Base of the estimator nodes: validated parameters, reset service, diagnostics timer, cost meter.
+
+    Subclasses call ``super().__init__(name, specs)``, create their subscriptions and publishers, call
+    ``start_timers(rate_hz)`` and implement ``update()`` (estimation + publishing), ``reset_estimation()``
+    and ``diagnostics() -> list[DiagnosticStatus]``.
+    """
+
+    def __init__(self, name: str, specs: Sequence[ParamSpec], **kwargs):
+        super().__init__(name, **kwargs)
+        self.specs = {s.name: s for s in specs}
+        self.params = self._declare(specs)
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self.cost = CostMeter()
+        self.updates = 0
+        self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 1)
+        self.create_service(Trigger, '~/reset', self._on_reset)
+
+    # ------------------------------------------------------------------ parameters
+    def _declare(self, specs: Sequence[ParamSpec]) -> dict:
+        values = {}
+        for spec in specs:
+            try:
+                param = self.declare_parameter(spec.name, spec.default, _descriptor(spec))
+            except (ParameterException, TypeError, ValueError) as exc:
+                override = getattr(self, '_parameter_overrides', {}).get(spec.name)
+                if override is not None:
+                    spec.validate(override.value)      # raises ConfigError with our own wording
+                raise ConfigError(f"parameter '{spec.name}': {exc}") from None
+            values[spec.name] = spec.validate(param.value)
+        return values
+
+    def _on_set_parameters(self, params) -> SetParametersResult:
+        updates = {}
+        for p in params:
+            spec = self.specs.get(p.name)
+            if spec is None:
+                continue                        # use_sim_time and other framework parameters
+            if not spec.dynamic:
+                return SetParametersResult(successful=False, reason=f"'{p.name}' is read-only; restart the node")
+            try:
+                updates[p.name] = spec.validate(p.value)
+            except ConfigError as exc:
+                return SetParametersResult(successful=False, reason=str(exc))
+        self.params.update(updates)
+        return SetParametersResult(successful=True)
+
+    # ------------------------------------------------------------------ timers and services
+    def start_timers(self, rate_hz: float, diagnostics_period_s: float = 1.0) -> None:
+        self.create_timer(1.0 / rate_hz, self._on_timer)
+        self.create_timer(diagnostics_period_s, self._publish_diagnostics)
+
+    def now_s(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def _on_timer(self) -> None:
+        t0 = time.perf_counter()
+        self.update()
+        self.cost.add(time.perf_counter() - t0)
+        self.updates += 1
+
+    def _on_reset(self, request, response):
+        self.reset_estimation()
+        response.success = True
+        response.message = 'estimators reset'
+        self.get_logger().info('estimators reset by ~/reset')
+        return response
+
+    def _publish_diagnostics(self) -> None:
+        msg = DiagnosticArray()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.status = self.diagnostics()
+        self._diag_pub.publish(msg)
+
+    # ------------------------------------------------------------------ subclass interface
+    def update(self) -> None:
+        raise NotImplementedError
+
+    def reset_estimation(self) -> None:
+        raise NotImplementedError
+
+    def diagnostics(self) -> list[DiagnosticStatus]:
+        raise NotImplementedError
+
+
+def run(factory: Callable[[], Node], args: list[str] | None = None) -> int:
+    """rclpy.init, build the node (exit 2 with the reason on a bad parameter), spin, shut down cleanly."""
+    rclpy.init(args=args)
+    node = None
+    try:
+        try:
+            node = factory()
+        except ConfigError as exc:
+            print(f'[ERROR] invalid configuration: {exc}', file=sys.stderr, flush=True)
+            return 2
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+    return 0

@@ -1,0 +1,101 @@
+"""Parameters of the contact estimator: one list used by the ROS node, by ``run-bag`` and by the docs."""
+from __future__ import annotations
+
+import math
+
+from contact_dynamics_common.params import ParamSpec
+
+NODE_NAME = 'contact_estimator'
+ALGORITHMS_ONLINE = ('rls', 'gls')
+
+
+def _unit_vector(v) -> str | None:
+    n = math.sqrt(sum(c * c for c in v))
+    return None if abs(n - 1.0) < 1e-6 else f'must be a unit vector (norm {n:.6g})'
+
+
+def _algorithms(v) -> str | None:
+    if not v:
+        return 'name at least one algorithm'
+    if len(set(v)) != len(v):
+        return 'names an algorithm twice'
+    return None
+
+
+PARAMS: list[ParamSpec] = [
+    # --- inputs ---
+    ParamSpec('wrench_topic', 'wrench', 'geometry_msgs/WrenchStamped input (compensated: tared, gravity removed).'),
+    ParamSpec('displacement_source', 'joint_state',
+              'Where the contact deformation comes from: one joint of sensor_msgs/JointState (a 1-DOF '
+              'device) or a geometry_msgs/PoseStamped end-effector pose projected on contact_normal.',
+              choices=('joint_state', 'pose')),
+    ParamSpec('joint_states_topic', 'joint_states', 'sensor_msgs/JointState input (displacement_source=joint_state).'),
+    ParamSpec('joint_name', 'joint1', 'Joint whose position measures the deformation (displacement_source=joint_state).',
+              check=lambda v: None if v.strip() else 'must name a joint'),
+    ParamSpec('joint_sign', 1.0, '+1 if increasing joint position increases penetration, -1 otherwise.',
+              check=lambda v: None if v in (1.0, -1.0) else 'must be +1 or -1'),
+    ParamSpec('pose_topic', 'pose', 'geometry_msgs/PoseStamped input (displacement_source=pose).'),
+    ParamSpec('contact_normal', [0.0, 0.0, 1.0],
+              'Outward normal of the environment in the pose frame (unit vector); deformation '
+              'x = datum - p . n (REP-103 frame of the pose).', length=3, check=_unit_vector),
+    ParamSpec('force_direction', [0.0, 0.0, 1.0],
+              'Unit vector in the wrench frame such that F_n = f . force_direction is the compressive '
+              'contact force (> 0 in contact).', length=3, check=_unit_vector),
+    ParamSpec('datum_mode', 'fixed',
+              "'fixed': the contact datum is the 'datum' parameter; 'onset': the position at the first "
+              'sample whose force reaches onset_force (re-armed when contact is lost).', choices=('fixed', 'onset')),
+    ParamSpec('datum', 0.0, 'Joint position (rad or m) or p . n (m) at which contact begins (datum_mode=fixed).'),
+    ParamSpec('onset_force', 2.0, 'Force that marks contact onset (datum_mode=onset).', low=0.0, low_open=True,
+              unit='N'),
+    ParamSpec('contact_force_threshold', 1.0,
+              'Samples with F_n below this are out of contact and not used for estimation.', low=0.0, unit='N'),
+    ParamSpec('differentiator_half_window', 0.005,
+              'Half width of the centred local-linear-fit differentiator giving the deformation rate (and '
+              'acceleration); adds this much latency. Velocity noise ~ sigma_x*sqrt(3/(M(M+1)(2M+1)))/dt.',
+              low=0.0, low_open=True, high=1.0, unit='s'),
+    ParamSpec('sensor_timeout', 0.5, 'An input silent for longer is reported stale in /diagnostics.',
+              low=0.0, low_open=True, unit='s'),
+    ParamSpec('time_jump_threshold', 1.0,
+              'A stamp this much earlier than the last one (a looped bag, a restarted clock) resets the '
+              'estimators; smaller steps back are dropped as out-of-order.', low=0.0, low_open=True, unit='s'),
+    ParamSpec('input_queue_size', 100, 'Depth of the sensor-data QoS input queues.', low=1, high=100000),
+    ParamSpec('buffer_capacity', 20000, 'Samples buffered per input between two estimation updates.',
+              low=100, high=10000000),
+    # --- estimation ---
+    ParamSpec('model', 'kelvin_voigt', "Contact model: 'kelvin_voigt' F = k x + b xdot, or "
+              "'kelvin_voigt_mass' F = k x + b xdot + m xddot (rls only).",
+              choices=('kelvin_voigt', 'kelvin_voigt_mass')),
+    ParamSpec('algorithms', ['rls', 'gls'], 'Estimators run side by side; one estimate topic each. The first '
+              'is also published on ~/estimate.', choices=ALGORITHMS_ONLINE, check=_algorithms),
+    ParamSpec('publish_rate', 20.0, 'Estimation and publishing rate (timer on the node clock).', low=0.1,
+              high=1000.0, unit='Hz'),
+    ParamSpec('frame_id', '', 'frame_id of the published estimates; empty = the wrench frame.'),
+    ParamSpec('robot_apparent_mass', 0.0, "Robot's apparent mass along the normal for the damping ratio "
+              'zeta = b / (2 sqrt(k m)); 0 = not configured.', low=0.0, unit='kg', dynamic=True),
+    ParamSpec('initial_stiffness', 1000.0, 'Initial stiffness guess of the recursive estimators.', low=0.0,
+              unit='N/m'),
+    ParamSpec('initial_damping', 10.0, 'Initial damping guess of the recursive estimators.', unit='N*s/m'),
+    ParamSpec('initial_mass', 0.0, 'Initial environment-mass guess (kelvin_voigt_mass).', unit='kg'),
+    ParamSpec('initial_covariance', 1e5, 'P0 = a I of the recursive estimators, in scaled units '
+              '(regressors divided by 1 mm, 1 cm/s, 1 m/s^2).', low=0.0, low_open=True),
+    ParamSpec('nonnegative', False, 'Report stiffness, damping and mass projected onto >= 0 (bound '
+              'activity is flagged in extras), as the thesis did for RLS/ILS/GLS.'),
+    ParamSpec('min_samples', 50, 'Samples an estimator needs before its estimate can be valid.', low=1,
+              high=10000000),
+    ParamSpec('max_condition', 1e8, 'Largest acceptable condition number of the (correlation-normalised) '
+              'information matrix.', low=1.0),
+    ParamSpec('min_excitation_velocity', 1e-3, 'RMS deformation rate (unique part) below which damping is '
+              'reported as not identifiable.', low=0.0, unit='m/s'),
+    ParamSpec('rls.forgetting_factor', 0.998, 'RLS/ILS forgetting factor lambda per sample; memory '
+              '~1/(1-lambda) samples (0.998 at 1 kHz = 0.5 s).', low=0.0, low_open=True, high=1.0),
+    ParamSpec('rls.max_covariance', 1e8, 'Bound on the RLS covariance (scaled units): no wind-up without '
+              'excitation.', low=0.0, low_open=True),
+    ParamSpec('gls.window', 10.0, 'Sliding window of the online global least squares.', low=0.0, low_open=True,
+              unit='s'),
+    ParamSpec('kalman.force_noise', 0.5, 'Kalman measurement noise sigma of the normal force.', low=0.0,
+              low_open=True, unit='N'),
+    ParamSpec('kalman.process_noise', 0.0, 'Kalman random-walk process noise, relative to the parameters per '
+              'second (0 = constant parameters, as in the thesis).', low=0.0),
+    ParamSpec('ia.gain', [2e9, 2.5e3], 'Indirect adaptive gain Gamma = diag(stiffness, damping) (thesis values).',
+              length=2, low=0.0, low_open=True),
+]

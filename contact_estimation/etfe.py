@@ -1,0 +1,34 @@
+"""Empirical transfer function estimate (Agar 2004 §2.6, after Patel 2003).
+
+    G_i = X_i / F_i = 1 / (k + j b w_i)                       (eq. 2.13, at the selected bins)
+    k_i = Re(1/G_i),  b_i = Im(1/G_i) / w_i                   (per bin, N/m and N s/m)
+
+combined by least squares on 1/G_i = k + j b w_i (unit weights):
+
+    k = mean_i Re(1/G_i),   b = sum_i w_i Im(1/G_i) / sum_i w_i^2
+
+The covariance is that of this least squares, sigma^2 from its residuals. The per-bin k_i and b_i
+(their spread is the thesis's "b of either sign") are in ``extras``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .spectra import FrequencyEstimator, Solution, Spectrum, least_squares, real_stack
+
+
+class EmpiricalTransferFunction(FrequencyEstimator):
+    name = 'etfe'
+
+    def solve(self, spec: Spectrum, bins: np.ndarray) -> Solution | str:
+        x, f, w = spec.x[bins], spec.force[bins], spec.omega[bins]
+        keep = np.abs(x) > 1e-12 * np.abs(x).max()
+        if not np.any(keep & (w > 0)):
+            return 'ETFE: no selected bin above DC with displacement content (damping undetermined)'
+        g_inv = f[keep] / x[keep]
+        w = w[keep]
+        ls = least_squares(real_stack(np.column_stack((np.ones(len(w)), 1j * w))), real_stack(g_inv))
+        above_dc = w > 0
+        return Solution(values=ls.theta, covariance=ls.covariance,
+                        extras={'k_bins': g_inv.real.tolist(),
+                                'b_bins': (g_inv.imag[above_dc] / w[above_dc]).tolist()})

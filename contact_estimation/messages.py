@@ -1,0 +1,66 @@
+"""ContactEstimate (Python) -> contact_dynamics/msg/ContactEstimate fields, shared by the node and run-bag.
+
+The fields are built as a plain nested dict so that the live node (rclpy message) and the offline writer
+(mcap serializer, no ROS needed) publish exactly the same content.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from contact_dynamics_common.msgconv import ns_to_sec_nanosec
+
+from .estimate import ContactEstimate
+from .models import damping_ratio
+
+MSG_TYPE = 'contact_dynamics/msg/ContactEstimate'
+
+
+def estimate_fields(est: ContactEstimate, *, stamp_ns: int, frame_id: str, apparent_mass: float = 0.0,
+                    datum: float = 0.0) -> dict:
+    """Message fields of one estimate; the covariance is row-major over ``parameter_names``."""
+    sec, nanosec = ns_to_sec_nanosec(stamp_ns)
+    known = est.extras.get('covariance_known', True)
+    cov = np.asarray(est.covariance, dtype=float).ravel().tolist()
+    if not known:
+        cov[0] = -1.0
+    identifiable_b = est.is_identifiable('damping')
+    extras = {'bounds_active': ','.join(n for n, a in zip(est.names, est.bounds_active) if a) or 'none'}
+    extras.update({k: f'{v:.6g}' if isinstance(v, float) else str(v) for k, v in est.extras.items()
+                   if k != 'covariance_known'})
+    return {
+        'header': {'stamp': {'sec': sec, 'nanosec': nanosec}, 'frame_id': frame_id},
+        'algorithm': est.algorithm,
+        'model': est.model,
+        'stiffness_type': est.stiffness_type,
+        'stiffness': est.stiffness,
+        'damping': est.damping,
+        'mass': est.mass,
+        'friction': est.value('friction'),
+        'damping_ratio': damping_ratio(est.stiffness, est.damping, apparent_mass) if identifiable_b else 0.0,
+        'parameter_names': list(est.names),
+        'covariance': cov,
+        'valid': bool(est.valid),
+        'status': est.reason,
+        'damping_identifiable': bool(identifiable_b),
+        'residual_rms': float(est.residual_rms),
+        'condition_number': float(min(est.condition_number, 1e300)),
+        'excitation': [float(e) for e in est.excitation],
+        'samples_used': int(min(max(est.samples_used, 0), 2**32 - 1)),
+        'contact_datum': float(datum),
+        'extras': [{'key': k, 'value': v} for k, v in sorted(extras.items())],
+    }
+
+
+def publications(pipeline, estimates: list[ContactEstimate], params: dict) -> list[tuple[str, dict]]:
+    """(relative topic, fields) of one update: ~/<algorithm>/estimate for each, ~/estimate for the first."""
+    if not pipeline.counts['samples_used']:
+        return []
+    frame = params['frame_id'] or pipeline.wrench_frame
+    out = []
+    for est in estimates:
+        fields = estimate_fields(est, stamp_ns=pipeline.stamp_ns(est), frame_id=frame,
+                                 apparent_mass=params['robot_apparent_mass'], datum=pipeline.datum)
+        out.append((f'~/{est.algorithm}/estimate', fields))
+        if est.algorithm == params['algorithms'][0]:
+            out.append(('~/estimate', fields))
+    return out

@@ -1,0 +1,125 @@
+"""contact_estimator: the online single-point contact estimator node (ROS 2 glue only).
+
+Subscribes  wrench (geometry_msgs/WrenchStamped) and joint_states (sensor_msgs/JointState) or pose
+            (geometry_msgs/PoseStamped), sensor-data QoS.
+Publishes   ~/estimate (primary algorithm) and ~/<algorithm>/estimate (contact_dynamics/ContactEstimate),
+            /diagnostics (diagnostic_msgs/DiagnosticArray).
+Services    ~/reset (std_srvs/Trigger).
+Callbacks only copy samples into the pipeline's ring buffers; estimation runs on a timer at publish_rate.
+"""
+from __future__ import annotations
+
+from geometry_msgs.msg import PoseStamped, WrenchStamped
+from sensor_msgs.msg import JointState
+
+from contact_dynamics.msg import ContactEstimate as ContactEstimateMsg
+from contact_dynamics_common.msgconv import stamp_to_ns
+from contact_dynamics_common.node import ERROR, OK, WARN, EstimatorNode, RateMeter, output_qos, run, sensor_qos, status
+from contact_dynamics_common.rosfill import fill
+
+from .config import NODE_NAME, PARAMS
+from .messages import publications
+from .pipeline import ContactPipeline
+
+
+class ContactEstimatorNode(EstimatorNode):
+    def __init__(self, **kwargs):
+        super().__init__(NODE_NAME, PARAMS, **kwargs)
+        p = self.params
+        self.pipeline = ContactPipeline(p)
+        qos = sensor_qos(p['input_queue_size'])
+        self.rates = {'wrench': RateMeter(), 'displacement': RateMeter()}
+        self.create_subscription(WrenchStamped, p['wrench_topic'], self._on_wrench, qos)
+        if p['displacement_source'] == 'joint_state':
+            self.create_subscription(JointState, p['joint_states_topic'], self._on_joint_state, qos)
+        else:
+            self.create_subscription(PoseStamped, p['pose_topic'], self._on_pose, qos)
+        topics = ['~/estimate'] + [f'~/{a}/estimate' for a in p['algorithms']]
+        self.pubs = {t: self.create_publisher(ContactEstimateMsg, t, output_qos()) for t in topics}
+        self.latest = []
+        self._reported_error = ''
+        self.start_timers(p['publish_rate'])
+        self.get_logger().info(
+            f"estimating {p['model']} with {', '.join(p['algorithms'])} from {self.resolve_topic_name(p['wrench_topic'])}"
+            f" and {p['displacement_source']} at {p['publish_rate']:g} Hz")
+
+    # --- callbacks: copy only ---
+    def _on_wrench(self, msg: WrenchStamped) -> None:
+        self.rates['wrench'].tick(self.now_s())
+        f = msg.wrench.force
+        self.pipeline.push_wrench(stamp_to_ns(msg.header.stamp), f.x, f.y, f.z)
+        if not self.pipeline.wrench_frame:
+            self.pipeline.wrench_frame = msg.header.frame_id
+
+    def _on_joint_state(self, msg: JointState) -> None:
+        self.rates['displacement'].tick(self.now_s())
+        self.pipeline.push_joint_state(stamp_to_ns(msg.header.stamp), msg.name, msg.position)
+
+    def _on_pose(self, msg: PoseStamped) -> None:
+        self.rates['displacement'].tick(self.now_s())
+        q = msg.pose.position
+        self.pipeline.push_pose(stamp_to_ns(msg.header.stamp), q.x, q.y, q.z)
+
+    # --- timer ---
+    def update(self) -> None:
+        estimates = self.pipeline.step()
+        self.latest = estimates
+        if self.pipeline.last_error and self.pipeline.last_error != self._reported_error:
+            self._reported_error = self.pipeline.last_error
+            self.get_logger().error(self.pipeline.last_error)
+        msgs = {}
+        for topic, fields in publications(self.pipeline, estimates, self.params):
+            key = id(fields)
+            if key not in msgs:
+                msgs[key] = fill(ContactEstimateMsg(), fields)
+            self.pubs[topic].publish(msgs[key])
+
+    def reset_estimation(self) -> None:
+        self.pipeline.reset()
+
+    def diagnostics(self):
+        now = self.now_s()
+        timeout = self.params['sensor_timeout']
+        counts = self.pipeline.status()
+        out = []
+        for name, meter in self.rates.items():
+            age = meter.age(now)
+            rejected = {k: v for k, v in counts.items() if k.startswith(name + '.')}
+            values = {'rate_hz': meter.rate(), 'received': meter.count, 'age_s': age, **rejected}
+            if name == 'displacement':
+                values.update({k: counts.get(k, 0) for k in ('joint_missing', 'joint_state_empty',
+                                                              'joint_state_malformed')})
+            bad = sum(v for k, v in rejected.items() if not k.endswith('.accepted'))
+            if name == 'displacement' and self.pipeline.last_error and not counts.get('displacement.accepted'):
+                level, msg = ERROR, self.pipeline.last_error
+            elif meter.count == 0:
+                level, msg = WARN, 'no messages received'
+            elif age > timeout:
+                level, msg = WARN, f'stale: no message for {age:.2f} s'
+            elif bad:
+                level, msg = WARN, f'{bad} samples rejected (see counts)'
+            else:
+                level, msg = OK, 'ok'
+            out.append(status(f'{self.get_name()}: input {name}', level, msg, values))
+        pipeline_values = {k: v for k, v in counts.items() if '.' not in k}
+        pipeline_values.update(self.cost.figures())
+        pipeline_values['updates'] = self.updates
+        out.append(status(f'{self.get_name()}: pipeline', OK, 'ok', pipeline_values))
+        for est in self.latest:
+            values = {'valid': est.valid, 'samples_used': est.samples_used, 'residual_rms': est.residual_rms,
+                      'condition_number': est.condition_number,
+                      'covariance_trace': float(est.covariance.trace())}
+            for i, n in enumerate(est.names):
+                values[n] = float(est.values[i])
+                values[f'{n}_std'] = est.std(n)
+                values[f'{n}_excitation'] = float(est.excitation[i])
+            out.append(status(f'{self.get_name()}: {est.algorithm}', OK if est.valid else WARN, est.reason, values))
+        return out
+
+
+def main(args=None) -> None:
+    raise SystemExit(run(lambda: ContactEstimatorNode(), args))
+
+
+if __name__ == '__main__':
+    main()
