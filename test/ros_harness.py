@@ -1,0 +1,93 @@
+"""Real ROS 2 nodes in separate processes, and a listener in the test process (no fake rclpy)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+from contact_dynamics_common.ros_env import isolated_ros_env
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def start_node(module: str, *ros_args: str, name: str | None = None) -> subprocess.Popen:
+    """``python -m module --ros-args ...`` in its own process with the isolated environment."""
+    cmd = [sys.executable, '-m', module, '--ros-args', *ros_args]
+    return subprocess.Popen(cmd, env=isolated_ros_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, cwd=ROOT)
+
+
+def stop(proc: subprocess.Popen, timeout: float = 5.0) -> str:
+    """SIGINT, then kill; return everything the process printed."""
+    if proc.poll() is None:
+        proc.send_signal(2)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.stdout.read() if proc.stdout else ''
+
+
+class Listener:
+    """A node in the test process that records every message of the given topics (spun in a thread)."""
+
+    def __init__(self, topics: dict[str, type], name: str = 'test_listener'):
+        if not rclpy.ok():
+            rclpy.init()
+        self.node = Node(name)
+        self.messages: dict[str, list] = defaultdict(list)
+        self._lock = threading.Lock()
+        qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+        for topic, msg_type in topics.items():
+            self.node.create_subscription(msg_type, topic, self._callback(topic), qos)
+        self.executor = SingleThreadedExecutor()
+        self.executor.add_node(self.node)
+        self._thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self._thread.start()
+
+    def _callback(self, topic: str):
+        def cb(msg):
+            with self._lock:
+                self.messages[topic].append(msg)
+        return cb
+
+    def get(self, topic: str) -> list:
+        with self._lock:
+            return list(self.messages[topic])
+
+    def wait_for(self, predicate, timeout: float, period: float = 0.05) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate():
+                return True
+            time.sleep(period)
+        return predicate()
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.node.destroy_node()
+
+
+def wait_matched(publishers, timeout: float = 15.0, settle: float = 0.5) -> None:
+    """Wait until every publisher has a subscriber, then a little longer (the reader may discover the writer
+    after the writer matched it, ros_feasibility.md §1.2)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if all(p.get_subscription_count() > 0 for p in publishers):
+            time.sleep(settle)
+            return
+        time.sleep(0.05)
+    raise TimeoutError('no subscriber matched within %.0f s' % timeout)
+
+
+__all__ = ['start_node', 'stop', 'Listener', 'wait_matched', 'ROOT', 'os']

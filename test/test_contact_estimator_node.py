@@ -1,0 +1,203 @@
+"""contact_estimator as a real node in its own process, fed over DDS from this test process.
+
+Ground truth (acceptance of the Foundation issue): k = 4800 N/m, b = 200 N*s/m, multisine motion,
+sigma_F = 0.5 N, sigma_x = 10 um. Stiffness must come out within 1 %, damping within 5 %, and the offline
+run of the same data through run-bag must give the same final estimates.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from geometry_msgs.msg import WrenchStamped  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+
+from contact_dynamics.msg import ContactEstimate  # noqa: E402
+from contact_dynamics_common.cli import run_bag  # noqa: E402
+from contact_estimation.simulate import KelvinVoigt1Dof, write_bag  # noqa: E402
+
+from ros_harness import ROOT, Listener, start_node, stop, wait_matched  # noqa: E402
+
+pytestmark = pytest.mark.ros
+
+CONFIG = str(ROOT / 'config' / 'contact_estimator.yaml')
+TOPICS = {'/contact_estimator/rls/estimate': ContactEstimate, '/contact_estimator/gls/estimate': ContactEstimate,
+          '/contact_estimator/estimate': ContactEstimate, '/diagnostics': DiagnosticArray}
+
+
+def _publish(node: Node, sim: KelvinVoigt1Dof, corrupt: bool = False) -> dict:
+    """Publish the simulated measurements at recorded speed; with ``corrupt``, interleave bad messages."""
+    m = sim.measurements()
+    wrench_pub = node.create_publisher(WrenchStamped, '/wrench', 100)
+    joint_pub = node.create_publisher(JointState, '/joint_states', 100)
+    wait_matched([wrench_pub, joint_pub])
+    bad = {'nan_wrench': 0, 'empty_joint_state': 0}
+    start = time.perf_counter()
+    for i in range(len(m['t'])):
+        delay = start + m['t'][i] - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        sec, nsec = divmod(int(m['stamp_ns'][i]), 10**9)
+        w = WrenchStamped()
+        w.header.stamp.sec, w.header.stamp.nanosec, w.header.frame_id = sec, nsec, sim.wrench_frame
+        w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = (float(v) for v in m['force_meas'][i])
+        wrench_pub.publish(w)
+        j = JointState()
+        j.header.stamp = w.header.stamp
+        j.name, j.position = [sim.joint_name], [float(m['q'][i])]
+        joint_pub.publish(j)
+        if corrupt and i % 50 == 25:
+            nan = WrenchStamped()
+            nan.header.stamp.sec, nan.header.stamp.nanosec = divmod(int(m['stamp_ns'][i]) + 500_000, 10**9)
+            nan.wrench.force.z = math.nan
+            wrench_pub.publish(nan)
+            empty = JointState()
+            empty.header.stamp = nan.header.stamp
+            joint_pub.publish(empty)
+            bad['nan_wrench'] += 1
+            bad['empty_joint_state'] += 1
+    return bad
+
+
+def _diag_values(listener: Listener, name: str) -> dict:
+    for arr in reversed(listener.get('/diagnostics')):
+        for st in arr.status:
+            if st.name == name:
+                return {'level': st.level, 'message': st.message, **{kv.key: kv.value for kv in st.values}}
+    return {}
+
+
+@pytest.fixture
+def ros_context():
+    rclpy.init()
+    yield
+    if rclpy.ok():
+        rclpy.shutdown()
+
+
+def test_live_estimates_match_truth_and_offline_replay(tmp_path, ros_context):
+    sim = KelvinVoigt1Dof(duration=10.0, rate=500.0, seed=7)
+    bag = write_bag(sim, tmp_path / 'bag')
+    proc = start_node('contact_estimation.node', '--params-file', CONFIG, '-p', 'publish_rate:=20.0')
+    listener = Listener(TOPICS)
+    pub_node = Node('test_publisher')
+    try:
+        _publish(pub_node, sim)
+        assert listener.wait_for(lambda: _final(listener, sim) is not None, timeout=10.0), \
+            'no estimate covering the last samples arrived'
+        n = len(sim.measurements()['t'])
+        assert listener.wait_for(lambda: int(_diag_values(listener, 'contact_estimator: input wrench')
+                                             .get('received', 0)) >= n, timeout=5.0), 'messages lost on loopback'
+    finally:
+        pub_node.destroy_node()
+        log = stop(proc)
+        listener.close()
+    final = _final(listener, sim)
+    for topic in ('/contact_estimator/rls/estimate', '/contact_estimator/gls/estimate'):
+        est = final[topic]
+        assert est.valid, est.status
+        assert abs(est.stiffness - sim.stiffness) / sim.stiffness < 0.01, (topic, est.stiffness)
+        assert abs(est.damping - sim.damping) / sim.damping < 0.05, (topic, est.damping)
+        cov = np.array(est.covariance).reshape(2, 2)
+        np.linalg.cholesky(cov)                      # symmetric positive definite
+        assert est.damping_identifiable and est.header.frame_id == 'ft_sensor'
+
+    # diagnostics: input rates near 500 Hz, nothing rejected, estimator health published
+    wrench = _diag_values(listener, 'contact_estimator: input wrench')
+    assert 300.0 < float(wrench['rate_hz']) < 700.0, wrench
+    assert int(wrench['wrench.accepted']) == len(sim.measurements()['t']), (wrench, log)
+    rls = _diag_values(listener, 'contact_estimator: rls')
+    assert rls['valid'] == 'True' and float(rls['covariance_trace']) > 0
+
+    # the same data offline: identical final estimates
+    result, _, _ = run_bag(str(bag), CONFIG, progress=False)
+    for topic in ('/contact_estimator/rls/estimate', '/contact_estimator/gls/estimate'):
+        offline = result.outputs[topic][-1][1]
+        live = final[topic]
+        assert (offline['header']['stamp']['sec'], offline['header']['stamp']['nanosec']) == \
+            (live.header.stamp.sec, live.header.stamp.nanosec)
+        assert offline['stiffness'] == pytest.approx(live.stiffness, rel=1e-9)
+        assert offline['damping'] == pytest.approx(live.damping, rel=1e-9)
+        assert offline['covariance'] == pytest.approx(list(live.covariance), rel=1e-6)
+
+
+def _final(listener: Listener, sim: KelvinVoigt1Dof) -> dict | None:
+    """The latest estimate of each algorithm once it covers the end of the record (minus the differentiator delay)."""
+    end_ns = int(sim.measurements()['stamp_ns'][-1])
+    out = {}
+    for topic in ('/contact_estimator/rls/estimate', '/contact_estimator/gls/estimate'):
+        msgs = listener.get(topic)
+        if not msgs:
+            return None
+        last = msgs[-1]
+        stamp = last.header.stamp.sec * 10**9 + last.header.stamp.nanosec
+        if end_ns - stamp > 50_000_000:
+            return None
+        out[topic] = last
+    return out
+
+
+def test_nan_and_empty_messages_are_counted_and_skipped(tmp_path, ros_context):
+    sim = KelvinVoigt1Dof(duration=4.0, rate=500.0, seed=3)
+    proc = start_node('contact_estimation.node', '--params-file', CONFIG)
+    listener = Listener(TOPICS)
+    pub_node = Node('test_publisher')
+    try:
+        bad = _publish(pub_node, sim, corrupt=True)
+        assert listener.wait_for(lambda: int(_diag_values(listener, 'contact_estimator: input wrench')
+                                             .get('wrench.nonfinite', 0)) >= bad['nan_wrench'], timeout=5.0)
+        assert listener.wait_for(lambda: int(_diag_values(listener, 'contact_estimator: input displacement')
+                                             .get('joint_state_empty', 0)) >= bad['empty_joint_state'], timeout=5.0)
+    finally:
+        pub_node.destroy_node()
+        stop(proc)
+        listener.close()
+    estimates = listener.get('/contact_estimator/rls/estimate')
+    assert estimates, 'no estimates published'
+    assert all(math.isfinite(e.stiffness) and math.isfinite(e.damping) for e in estimates)
+    assert all(all(math.isfinite(c) for c in e.covariance) for e in estimates)
+    last = estimates[-1]
+    assert last.valid and abs(last.stiffness - sim.stiffness) / sim.stiffness < 0.01
+    wrench = _diag_values(listener, 'contact_estimator: input wrench')
+    assert wrench['level'] == b'\x01' and 'rejected' in wrench['message']
+
+
+def test_unknown_joint_name_is_reported(ros_context):
+    sim = KelvinVoigt1Dof(duration=1.5, rate=200.0)
+    proc = start_node('contact_estimation.node', '--params-file', CONFIG, '-p', 'joint_name:=elbow')
+    listener = Listener(TOPICS)
+    pub_node = Node('test_publisher')
+    try:
+        _publish(pub_node, sim)
+        assert listener.wait_for(lambda: _diag_values(listener, 'contact_estimator: input displacement')
+                                 .get('level') == b'\x02', timeout=5.0)
+    finally:
+        pub_node.destroy_node()
+        log = stop(proc)
+        listener.close()
+    diag = _diag_values(listener, 'contact_estimator: input displacement')
+    assert "joint 'elbow' is not in the JointState names ['slider']" in diag['message']
+    assert "joint 'elbow' is not in the JointState names" in log
+    assert not listener.get('/contact_estimator/rls/estimate')
+
+
+@pytest.mark.parametrize('override, reason', [
+    ('rls.forgetting_factor:=-0.5', "parameter 'rls.forgetting_factor' = -0.5 is outside its range (0, 1]"),
+    ('joint_name:=""', "parameter 'joint_name'"),
+    ('algorithms:=[rls,magic]', "parameter 'algorithms' = 'magic' is not one of: rls, gls"),
+    ('force_direction:=[0.0,0.0,2.0]', 'must be a unit vector'),
+])
+def test_wrong_parameter_stops_the_node_with_the_reason(override, reason):
+    proc = start_node('contact_estimation.node', '--params-file', CONFIG, '-p', override)
+    try:
+        proc.wait(timeout=20)
+    finally:
+        log = stop(proc)
+    assert proc.returncode == 2, log
+    assert reason in log, log
