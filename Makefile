@@ -1,0 +1,39 @@
+# contact_dynamics: the two commands of the README are `make demo` and `make test`.
+# Every target creates or updates the environment first (tools/bootstrap.sh, quick when already done).
+#
+# Network rule: every ROS process started from here runs with discovery on loopback and its own domain.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
+export ROS_DOMAIN_ID ?= $(shell echo $$(( $$$$ % 100 + 1 )))
+export ROS_LOG_DIR ?= $(CURDIR)/out/ros_log
+export FASTDDS_DEFAULT_PROFILES_FILE ?= $(CURDIR)/tools/fastdds_fast_discovery.xml
+PYTEST_ARGS ?=
+
+.PHONY: env demo test test-fast bench lock config clean
+
+env:
+	@bash tools/bootstrap.sh
+
+demo: env
+	$(PY) -m contact_dynamics_common.cli demo --workdir out/demo
+
+test: env
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+test-fast: env  ## everything but the tests that start ROS nodes
+	$(PY) -m pytest -q -m "not ros" $(PYTEST_ARGS)
+
+bench: env
+	$(PY) bench/bench_run_bag.py
+	$(PY) bench/bench_bag_read.py
+
+config: env  ## regenerate the documented config/*.yaml from the parameter specs
+	$(PY) tools/gen_config.py
+
+lock:  ## rebuild requirements/lock.txt from the direct requirements (never from pip freeze)
+	bash tools/make_lock.sh
+
+clean:
+	rm -rf build out
