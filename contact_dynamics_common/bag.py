@@ -8,10 +8,11 @@ channel metadata ``offered_qos_profiles`` + ``topic_type_hash``, a ``rosbag2`` m
 (and a string that itself starts with ``json:``) is stored as ``'json:' + json.dumps(value)``, and
 ``BagReader.custom_data`` decodes those back.
 
-``BagReader.columns`` is the fast path for offline replay: it reads the chunks itself (chunk and message
-indexes, zstd/lz4) and, when every message of a topic has one fixed CDR layout, decodes the numbers with
-numpy views instead of per-message decoding. Otherwise it decodes each message with mcap_ros2 and builds the
-same columns with ``msgconv.columns_from_messages``.
+``BagReader.columns`` / ``columns_many`` are the fast path for offline replay: they read the chunks
+themselves (chunk and message indexes, zstd/lz4, CRC check) and, when every message of a topic has the CDR
+layout of its first message, decode the numbers with numpy views of an (N, L) byte matrix instead of
+decoding message by message. Otherwise each message is decoded with mcap_ros2 and the same columns are built
+by ``msgconv.columns_from_messages``.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import heapq
 import json
 import shutil
 import struct
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -254,7 +256,7 @@ class BagWriter:
 # ================================================================================ reader
 
 _CORRUPTION = (McapError, struct.error, ValueError, IndexError, KeyError, EOFError, UnicodeDecodeError,
-               zstandard.ZstdError, RuntimeError)
+               zstandard.ZstdError, yaml.YAMLError, RuntimeError)
 
 
 @contextlib.contextmanager
@@ -290,13 +292,71 @@ def _gather(buf: np.ndarray, offsets: np.ndarray, width: int, dtype: str) -> np.
 
 
 @dataclass
-class _Collected:
-    """Raw messages of one topic in log-time order (ties in file order)."""
+class _Piece:
+    """Messages of one topic in one chunk, in file order: payload i is buf[start[i]:start[i] + size[i]]."""
 
+    buf: bytes
     log_ns: np.ndarray
-    payloads: list[bytes]
-    decoder_keys: list[tuple[int, int]]          # (file index, schema id) per message
-    schemas: dict[tuple[int, int], Schema] = field(default_factory=dict)
+    start: np.ndarray
+    size: np.ndarray
+    channel: np.ndarray
+
+    def select(self, mask: np.ndarray) -> _Piece:
+        return _Piece(self.buf, self.log_ns[mask], self.start[mask], self.size[mask], self.channel[mask])
+
+    def payloads(self) -> list[bytes]:
+        buf = self.buf
+        return [buf[a:b] for a, b in zip(self.start.tolist(), (self.start + self.size).tolist())]
+
+    def matrix(self, length: int) -> np.ndarray:
+        """(n, length) uint8 rows of payloads that all have ``length`` bytes."""
+        arr = np.frombuffer(self.buf, dtype=np.uint8)
+        steps = np.diff(self.start)
+        if len(steps) and steps[0] >= length and (steps == steps[0]).all():     # evenly spaced
+            return np.lib.stride_tricks.as_strided(arr[self.start[0]:], shape=(len(self.start), length),
+                                                   strides=(int(steps[0]), 1), writeable=False)
+        return np.take(arr, self.start[:, None] + np.arange(length))
+
+
+@dataclass
+class _Collected:
+    """Raw messages of one topic; ``log_ns`` is in log-time order (ties in file order)."""
+
+    pieces: list[_Piece]
+    schemas: list[Schema]
+    schema_index: np.ndarray                   # per message (file order): index into schemas
+    log_ns: np.ndarray
+    order: np.ndarray | None                   # file order -> log-time order; None if already ordered
+
+    @classmethod
+    def build(cls, pieces: list[_Piece], schemas: list[Schema], index_parts: list[np.ndarray]) -> _Collected:
+        log_ns = np.concatenate([p.log_ns for p in pieces]) if pieces else np.empty(0, np.int64)
+        order = None
+        if len(log_ns) > 1 and np.any(np.diff(log_ns) < 0):
+            order = np.argsort(log_ns, kind='stable')
+            log_ns = log_ns[order]
+        schema_index = np.concatenate(index_parts) if index_parts else np.empty(0, np.int64)
+        return cls(pieces, schemas, schema_index, log_ns, order)
+
+    def _ordered(self, values: Any) -> Any:
+        if self.order is None:
+            return values
+        if isinstance(values, np.ndarray):
+            return values[self.order]
+        return [values[i] for i in self.order.tolist()]
+
+    def payloads(self) -> list[bytes]:
+        return self._ordered([p for piece in self.pieces for p in piece.payloads()])
+
+    def schemas_in_order(self) -> list[Schema]:
+        return [self.schemas[i] for i in self._ordered(self.schema_index).tolist()]
+
+    def matrix(self) -> np.ndarray | None:
+        """(N, L) uint8 payload rows in log-time order, or None when payload lengths differ."""
+        sizes = np.concatenate([p.size for p in self.pieces])
+        if len(sizes) == 0 or np.any(sizes != sizes[0]):
+            return None
+        return self._ordered(np.concatenate([p.matrix(int(sizes[0])) for p in self.pieces]))
 
 
 class _McapFile:
@@ -306,6 +366,7 @@ class _McapFile:
         self.path = path
         if not path.is_file():
             raise FileNotFoundError(errno.ENOENT, 'bag file not found', str(path))
+        self.size = path.stat().st_size
         with _guard(path), open(path, 'rb') as f:
             summary = SeekingReader(f).get_summary()
             if summary is None:
@@ -330,33 +391,35 @@ class _McapFile:
 
     def iter_raw(self, topics: list[str] | None, decode: bool) -> Iterator[tuple[str, str, int, Any]]:
         with _guard(self.path), open(self.path, 'rb') as f:
-            reader = SeekingReader(f, decoder_factories=[DecoderFactory()] if decode else ())
+            reader = SeekingReader(f, validate_crcs=True,
+                                   decoder_factories=[DecoderFactory()] if decode else ())
             it = (reader.iter_decoded_messages(topics=topics) if decode
                   else ((s, c, m, m.data) for s, c, m in reader.iter_messages(topics=topics)))
             for schema, channel, message, payload in it:
                 yield channel.topic, schema.name if schema else '', message.log_time, payload
 
-    def collect(self, channel_ids: set[int]) -> tuple[list[np.ndarray], list[list[bytes]], list[np.ndarray]]:
-        """Log times, payloads and channel ids of the wanted channels, chunk by chunk, in file order."""
-        logs: list[np.ndarray] = []
-        payloads: list[list[bytes]] = []
-        channels: list[np.ndarray] = []
+    def collect(self, channel_ids: set[int]) -> list[_Piece]:
+        """Messages of the wanted channels, chunk by chunk, in file order."""
+        pieces = []
         with _guard(self.path), open(self.path, 'rb') as f:
             if not self.summary.chunk_indexes:                  # unchunked file: let mcap walk it
-                msgs = [(m.log_time, m.channel_id, m.data) for _, _, m in SeekingReader(f).iter_messages(
+                msgs = [m for _, _, m in SeekingReader(f).iter_messages(
                     topics=[self.summary.channels[c].topic for c in channel_ids], log_time_order=False)
                     if m.channel_id in channel_ids]
-                logs.append(np.array([m[0] for m in msgs], dtype=np.int64))
-                channels.append(np.array([m[1] for m in msgs], dtype=np.int64))
-                payloads.append([m[2] for m in msgs])
-                return logs, payloads, channels
+                size = np.array([len(m.data) for m in msgs], dtype=np.int64)
+                return [_Piece(b''.join(m.data for m in msgs), np.array([m.log_time for m in msgs], np.int64),
+                               np.cumsum(size) - size, size,
+                               np.array([m.channel_id for m in msgs], np.int64))]
             for ci in sorted(self.summary.chunk_indexes, key=lambda c: c.chunk_start_offset):
                 indexed = bool(ci.message_index_offsets)
                 if indexed and not channel_ids.intersection(ci.message_index_offsets):
                     continue
+                need = ci.chunk_length + (ci.message_index_length if indexed else 0)
+                if ci.chunk_start_offset + need > self.size:
+                    raise BagError(f'{self.path}: chunk index points past the end of the file')
                 f.seek(ci.chunk_start_offset)
-                raw = f.read(ci.chunk_length + (ci.message_index_length if indexed else 0))
-                buf = self._chunk_records(raw, ci.chunk_length)
+                raw = f.read(need)
+                buf = self._chunk_records(raw, ci.chunk_length, ci.chunk_start_offset)
                 if indexed:
                     offsets = self._indexed_offsets(raw, ci, channel_ids)
                 else:
@@ -364,19 +427,18 @@ class _McapFile:
                 if len(offsets) == 0:
                     continue
                 arr = np.frombuffer(buf, dtype=np.uint8)
-                length = _gather(arr, offsets + 1, 8, '<u8').astype(np.int64)
-                if (np.any(offsets + 9 + length > len(buf)) or np.any(length < _MESSAGE_DATA - 9)
-                        or np.any(arr[offsets] != 0x05)):
+                if np.any(offsets + _MESSAGE_DATA > len(buf)) or np.any(arr[offsets] != 0x05):
                     raise BagError(f'{self.path}: message index points outside the messages of a chunk')
-                logs.append(_gather(arr, offsets + 15, 8, '<u8').astype(np.int64))
-                channels.append(_gather(arr, offsets + 9, 2, '<u2').astype(np.int64))
-                starts = (offsets + _MESSAGE_DATA).tolist()
-                ends = (offsets + 9 + length).tolist()
-                payloads.append([buf[s:e] for s, e in zip(starts, ends)])
-        return logs, payloads, channels
+                size = _gather(arr, offsets + 1, 8, '<u8').astype(np.int64) - (_MESSAGE_DATA - 9)
+                if np.any(size < 0) or np.any(offsets + _MESSAGE_DATA + size > len(buf)):
+                    raise BagError(f'{self.path}: message record overruns its chunk')
+                pieces.append(_Piece(buf, _gather(arr, offsets + 15, 8, '<u8').astype(np.int64),
+                                     offsets + _MESSAGE_DATA, size,
+                                     _gather(arr, offsets + 9, 2, '<u2').astype(np.int64)))
+        return pieces
 
-    def _chunk_records(self, raw: bytes, chunk_length: int) -> bytes:
-        opcode, _, _, _, size, _, name_len = _CHUNK_HEAD.unpack_from(raw, 0)
+    def _chunk_records(self, raw: bytes, chunk_length: int, chunk_offset: int) -> bytes:
+        opcode, _, _, _, size, crc, name_len = _CHUNK_HEAD.unpack_from(raw, 0)
         if opcode != 0x06:
             raise BagError(f'{self.path}: chunk index does not point at a chunk')
         pos = _CHUNK_HEAD.size
@@ -386,8 +448,8 @@ class _McapFile:
         if pos + data_len > chunk_length:
             raise BagError(f'{self.path}: chunk record is truncated')
         buf = _decompress(compression, raw[pos:pos + data_len], size)
-        if len(buf) != size:
-            raise BagError(f'{self.path}: chunk decompressed to {len(buf)} bytes, expected {size}')
+        if len(buf) != size or (crc and zlib.crc32(buf) != crc):
+            raise BagError(f'{self.path}: chunk at offset {chunk_offset} fails its size or CRC check')
         return buf
 
     def _indexed_offsets(self, raw: bytes, ci: Any, channel_ids: set[int]) -> np.ndarray:
@@ -405,8 +467,7 @@ class _McapFile:
         offsets.sort()
         return offsets
 
-    @staticmethod
-    def _scanned_offsets(buf: bytes, channel_ids: set[int]) -> np.ndarray:
+    def _scanned_offsets(self, buf: bytes, channel_ids: set[int]) -> np.ndarray:
         offsets = []
         head, channel = _RECORD_HEAD.unpack_from, struct.Struct('<H').unpack_from
         pos, end = 0, len(buf)
@@ -416,12 +477,17 @@ class _McapFile:
                 offsets.append(pos)
             pos += 9 + length
         if pos != end:
-            raise BagError('chunk records overrun the chunk')
+            raise BagError(f'{self.path}: chunk records overrun the chunk')
         return np.array(offsets, dtype=np.int64)
 
 
 class BagReader:
-    """Read a rosbag2 MCAP bag directory (with metadata.yaml) or a bare ``.mcap`` file."""
+    """Read a rosbag2 MCAP bag directory (with metadata.yaml) or a bare ``.mcap`` file.
+
+    Attributes: ``topics`` {topic: type name}; ``info``, the ``rosbag2_bagfile_information`` mapping of
+    metadata.yaml (or of the file's ``rosbag2`` record), or None. A directory without metadata.yaml is
+    read as the union of its ``*.mcap`` files.
+    """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -431,10 +497,10 @@ class BagReader:
         if self.path.is_dir():
             meta = self.path / 'metadata.yaml'
             if meta.is_file():
-                with open(meta, encoding='utf-8') as f:
+                with _guard(meta), open(meta, encoding='utf-8') as f:
                     self.info = (yaml.safe_load(f) or {}).get('rosbag2_bagfile_information')
-                if not self.info:
-                    raise BagError(f'{meta}: no rosbag2_bagfile_information')
+                if not isinstance(self.info, dict):
+                    raise BagError(f'{meta}: no rosbag2_bagfile_information mapping')
                 files = [self.path / p for p in self.info.get('relative_file_paths', [])]
             else:
                 files = sorted(self.path.glob('*.mcap'))
@@ -448,7 +514,7 @@ class BagReader:
         self.topics: dict[str, str] = {}
         for mf in self._files:
             self.topics.update(mf.topics)
-        self._decoders: dict[tuple[int, int], Any] = {}
+        self._decoders: dict[tuple[str, bytes], Any] = {}     # (schema name, text) -> mcap_ros2 decoder
 
     # ---- summary facts
     @property
@@ -492,7 +558,8 @@ class BagReader:
         for mf in self._files:
             for c in mf.summary.channels.values():
                 if c.topic == topic and c.metadata.get('offered_qos_profiles'):
-                    return list(yaml.safe_load(c.metadata['offered_qos_profiles']) or [])
+                    with _guard(mf.path):
+                        return list(yaml.safe_load(c.metadata['offered_qos_profiles']) or [])
         if topic not in self.topics:
             raise KeyError(f'no topic {topic!r} in {self.path}')
         return []
@@ -518,45 +585,62 @@ class BagReader:
         With ``fast`` (the default) the numbers are read with numpy views when all messages share one
         CDR layout; ``fast=False`` forces per-message decoding (the reference the fast path must match).
         """
-        if topic not in self.topics:
-            raise KeyError(f'no topic {topic!r} in {self.path}; topics: {sorted(self.topics)}')
-        type_name = self.topics[topic]
-        spec = msgconv.column_spec(type_name)
-        data = self._collect(topic)
-        with _guard(self.path):
-            cols = _fixed_layout_columns(spec, data) if fast else None
-            if cols is None:
-                cols = msgconv.columns_from_messages(type_name, self._decode_all(data), data.log_ns)
-        return cols
+        return self.columns_many([topic], fast=fast)[topic]
 
-    def _collect(self, topic: str) -> _Collected:
-        logs, payloads, keys = [], [], []
-        schemas: dict[tuple[int, int], Schema] = {}
-        for i, mf in enumerate(self._files):
-            cids = mf.channel_ids([topic])
-            if not cids:
+    def columns_many(self, topics: Iterable[str] | None = None, *, fast: bool = True
+                     ) -> dict[str, dict[str, Any]]:
+        """``columns()`` of several topics (default: every topic of a supported type) in one pass over
+        the file, which avoids decompressing the chunks once per topic."""
+        if topics is None:
+            topics = [t for t, ty in self.topics.items() if ty in msgconv.COLUMN_SPECS]
+        topics = list(dict.fromkeys(topics))
+        for topic in topics:
+            if topic not in self.topics:
+                raise KeyError(f'no topic {topic!r} in {self.path}; topics: {sorted(self.topics)}')
+        specs = {t: msgconv.column_spec(self.topics[t]) for t in topics}
+        out = {}
+        for topic, data in self._collect(topics).items():
+            with _guard(self.path):
+                cols = _fixed_layout_columns(specs[topic], data) if fast else None
+                if cols is None:
+                    cols = msgconv.columns_from_messages(self.topics[topic], self._decode_all(data),
+                                                         data.log_ns)
+            out[topic] = cols
+        return out
+
+    def _collect(self, topics: list[str]) -> dict[str, _Collected]:
+        """Raw messages of several topics, read in one pass over the chunks."""
+        pieces: dict[str, list[_Piece]] = {t: [] for t in topics}
+        schemas: dict[str, list[Schema]] = {t: [] for t in topics}
+        index_parts: dict[str, list[np.ndarray]] = {t: [] for t in topics}
+        for mf in self._files:
+            topic_of = np.full(1 << 16, -1, dtype=np.int64)
+            lut = np.zeros(1 << 16, dtype=np.int64)             # channel id -> index into schemas[topic]
+            for k, t in enumerate(topics):
+                for cid in mf.channel_ids([t]):
+                    topic_of[cid], lut[cid] = k, len(schemas[t])
+                    schemas[t].append(mf.schema(cid))
+            wanted = set(np.flatnonzero(topic_of >= 0).tolist())
+            if not wanted:
                 continue
-            file_logs, file_payloads, file_channels = mf.collect(cids)
-            for cid in cids:
-                schemas[(i, mf.summary.channels[cid].schema_id)] = mf.schema(cid)
-            for lg, pl, ch in zip(file_logs, file_payloads, file_channels):
-                logs.append(lg)
-                payloads.extend(pl)
-                keys.extend((i, mf.summary.channels[c].schema_id) for c in ch.tolist())
-        log_ns = np.concatenate(logs) if logs else np.empty(0, np.int64)
-        if len(log_ns) > 1 and np.any(np.diff(log_ns) < 0):
-            order = np.argsort(log_ns, kind='stable')
-            log_ns = log_ns[order]
-            payloads = [payloads[j] for j in order.tolist()]
-            keys = [keys[j] for j in order.tolist()]
-        return _Collected(log_ns, payloads, keys, schemas)
+            for piece in mf.collect(wanted):
+                piece_topics = topic_of[piece.channel]
+                for k, t in enumerate(topics):
+                    mask = piece_topics == k
+                    if mask.any():
+                        sub = piece if mask.all() else piece.select(mask)
+                        pieces[t].append(sub)
+                        index_parts[t].append(lut[sub.channel])
+        return {t: _Collected.build(pieces[t], schemas[t], index_parts[t]) for t in topics}
 
     def _decode_all(self, data: _Collected) -> list[Any]:
-        for key, schema in data.schemas.items():
+        out = []
+        for schema, payload in zip(data.schemas_in_order(), data.payloads()):
+            key = (schema.name, schema.data)
             if key not in self._decoders:
                 self._decoders[key] = generate_dynamic(schema.name, schema.data.decode())[schema.name]
-        decoders = self._decoders
-        return [decoders[k](p) for k, p in zip(data.decoder_keys, data.payloads)]
+            out.append(self._decoders[key](payload))
+        return out
 
 
 # ================================================================================ fixed-layout CDR
@@ -641,20 +725,18 @@ def _walk(types: dict[str, list[msgdefs.Field]], root: str, data: bytes) -> _Lay
 
 def _fixed_layout_columns(spec: msgconv.ColumnSpec, data: _Collected) -> dict[str, Any] | None:
     """Columns by numpy views when all messages share the first one's CDR layout, else None."""
-    n = len(data.payloads)
-    if n == 0 or len({(s.name, s.data) for s in data.schemas.values()}) != 1:
+    n = len(data.log_ns)
+    if n == 0 or len({(s.name, s.data) for s in data.schemas}) != 1:
         return None
-    first = data.payloads[0]
-    length = len(first)
-    if length < 4 or first[1] != 0x01 or any(len(p) != length for p in data.payloads):
-        return None                                             # big-endian or lengths differ
-    schema = next(iter(data.schemas.values()))
+    mat = data.matrix()
+    if mat is None or mat.shape[1] < 4 or mat[0, 1] != 0x01:
+        return None                                             # lengths differ or big-endian
+    schema = data.schemas[0]
     try:
         types = msgdefs.parse_definition(schema.name, schema.data.decode())
-        layout = _walk(types, '/'.join(msgdefs.split_type_name(schema.name)), first)
+        layout = _walk(types, '/'.join(msgdefs.split_type_name(schema.name)), mat[0].tobytes())
     except (_NotFixed, ValueError, struct.error):
         return None
-    mat = np.frombuffer(b''.join(data.payloads), dtype=np.uint8).reshape(n, length)
     fixed = np.concatenate([np.arange(a, b) for a, b in layout.structural])
     if n > 1 and not (mat[1:, fixed] == mat[0, fixed]).all():
         return None

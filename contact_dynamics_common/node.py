@@ -51,14 +51,14 @@ def _descriptor(spec: ParamSpec) -> ParameterDescriptor:
 
 
 class RateMeter:
-    """Message rate over a sliding window of receipt times (node clock, s)."""
+    """Message rate over a sliding window of receipt times (monotonic wall clock, s: cheap in callbacks)."""
 
     def __init__(self, window: int = 200):
         self._times: deque = deque(maxlen=window)
         self.count = 0
 
-    def tick(self, now_s: float) -> None:
-        self._times.append(now_s)
+    def tick(self) -> None:
+        self._times.append(time.monotonic())
         self.count += 1
 
     def rate(self) -> float:
@@ -66,8 +66,8 @@ class RateMeter:
             return 0.0
         return (len(self._times) - 1) / (self._times[-1] - self._times[0])
 
-    def age(self, now_s: float) -> float:
-        return now_s - self._times[-1] if self._times else float('inf')
+    def age(self) -> float:
+        return time.monotonic() - self._times[-1] if self._times else float('inf')
 
 
 class CostMeter:
@@ -188,6 +188,8 @@ def run(factory: Callable[[], Node], args: list[str] | None = None) -> int:
         except ConfigError as exc:
             print(f'[ERROR] invalid configuration: {exc}', file=sys.stderr, flush=True)
             return 2
+        # rclpy 9.1.2's experimental EventsExecutor.spin() never fires timers here (spin_once does), so the
+        # single-threaded executor it is; callbacks are kept to a copy into a ring buffer instead
         executor = SingleThreadedExecutor()
         executor.add_node(node)
         executor.spin()

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .bag import BagReader
+from .bag import BagError, BagReader
 from .msgconv import ns_to_sec_nanosec
 
 DEFAULT_DEPTH = 100
@@ -92,14 +92,28 @@ def play(bag_path: str | Path, *, rate: float = 1.0, clock_hz: float = 100.0,
 
 def _play(node: Any, reader: BagReader, selected: list[str], rate: float, clock_hz: float,
           wait_for_subscribers: float, loop: bool, progress: bool) -> dict[str, Any]:
-    from builtin_interfaces.msg import Time
-    from rclpy.duration import Duration
     from rclpy.qos import QoSProfile
     from rosgraph_msgs.msg import Clock
 
     publishers = {t: node.create_publisher(message_class(reader.topics[t]), t,
                                            qos_from_offered(reader.offered_qos(t))) for t in selected}
     clock_pub = node.create_publisher(Clock, '/clock', QoSProfile(depth=10)) if clock_hz > 0 else None
+    try:
+        return _publish(reader, selected, publishers, clock_pub, rate, clock_hz, wait_for_subscribers, loop,
+                        progress)
+    finally:
+        for pub in [*publishers.values(), clock_pub]:
+            if pub is not None:
+                node.destroy_publisher(pub)
+
+
+def _publish(reader: BagReader, selected: list[str], publishers: dict[str, Any], clock_pub: Any,
+             rate: float, clock_hz: float, wait_for_subscribers: float, loop: bool, progress: bool
+             ) -> dict[str, Any]:
+    from builtin_interfaces.msg import Time
+    from rclpy.duration import Duration
+    from rosgraph_msgs.msg import Clock
+
     matched = _wait_for_subscribers(publishers, wait_for_subscribers) if wait_for_subscribers > 0 else None
 
     counts = reader.message_counts
@@ -189,9 +203,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument('--no-progress', action='store_true', help='no progress bar')
     args = ap.parse_args(argv)
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
-    stats = play(args.bag, rate=args.rate, clock_hz=args.clock_hz, topics=args.topics,
-                 wait_for_subscribers=args.wait_for_subscribers, loop=args.loop,
-                 progress=not args.no_progress)
+    try:
+        stats = play(args.bag, rate=args.rate, clock_hz=args.clock_hz, topics=args.topics,
+                     wait_for_subscribers=args.wait_for_subscribers, loop=args.loop,
+                     progress=not args.no_progress)
+    except (BagError, OSError, LookupError, ValueError) as e:
+        print(f'contact-dynamics play: error: {e}', file=sys.stderr)
+        return 2
     print(f"published {stats['published']} messages ({stats['clock_ticks']} clock ticks) in "
           f"{stats['wall_s']:.2f} s, {stats['achieved_rate']:.3f}x real time", file=sys.stderr)
     return 0

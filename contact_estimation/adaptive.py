@@ -18,10 +18,15 @@ backward stamps, a gap between contact segments) adapts nothing. G is diagonal, 
   with phi^T phi measured in the metric of the gain dt G so that it is unit-consistent). The a-posteriori
   error is then e / m, so the step is stable for any gain.
 
-IA has no covariance of its own. The reported covariance is that of the least-squares problem over all
-samples seen so far, from the accumulated information S = sum phi_s phi_s^T (scaled regressors),
-evaluated at the IA estimate: sigma^2 = RSS(theta_IA) / (N - p), cov = sigma^2 S^-1. An unconverged IA
-estimate has a large RSS and so a large covariance. Excitation and conditioning come from the same S.
+IA has no covariance of its own. The reported one is its mean squared error about the least squares
+over all samples seen so far (from the accumulated S = sum phi_s phi_s^T of the scaled regressors,
+r = sum phi_s F, sum F^2; no forgetting):
+
+    cov = sigma^2 S^-1 + d d^T,   sigma^2 = RSS(theta_LS) / (N - p),   d = theta_IA - theta_LS
+
+i.e. the covariance of that least squares plus the IA lag (unconverged or jittering estimates get a
+correspondingly large covariance). Excitation and conditioning come from the same S; ``residual_rms``
+is that of the IA estimate over the seen samples, sqrt(RSS(theta_IA) / N).
 """
 from __future__ import annotations
 
@@ -29,7 +34,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .estimate import ContactEstimate, failure, project, quality_from_information, verdict
+from .estimate import ContactEstimate, failure, make_spd, project, quality_from_information, verdict
 from .models import KELVIN_VOIGT, ContactModel
 from .samples import ContactSamples
 
@@ -48,7 +53,8 @@ class IndirectAdaptive:
                  max_condition: float = 1e8, scales: dict | None = None, min_excitation: dict | None = None,
                  record: bool = False):
         if model.uses_acceleration:
-            raise ValueError(f"IA estimates [k, b]: it needs a model without acceleration, got '{model.name}'")
+            raise ValueError(f"IA estimates [k, b]: it needs a model without acceleration, "
+                             f"got '{model.name}'")
         gain = np.asarray(gain, dtype=np.float64)
         if gain.shape != (2,) or not np.all(np.isfinite(gain)) or not np.all(gain > 0):
             raise ValueError(f'gain must be two finite values > 0 (diagonal of Gamma), got {gain.tolist()}')
@@ -88,7 +94,8 @@ class IndirectAdaptive:
         if len(samples) == 0:
             return
         x, xd, f, t = samples.x, samples.xd, samples.force, samples.t
-        phi_s = np.column_stack((x, xd)) / self.scales
+        with np.errstate(over='ignore'):
+            phi_s = np.column_stack((x, xd)) / self.scales
         ok = np.all(np.abs(phi_s) < _LIMIT, axis=1) & (np.abs(f) < _LIMIT)
         self._rejected += int(len(ok) - ok.sum())
         if not ok.all():
@@ -96,13 +103,15 @@ class IndirectAdaptive:
         n = len(t)
         if n == 0:
             return
-        dt = np.diff(t, prepend=t[0] if self._t is None else self._t)
-        dt = np.where((dt > 0) & (dt <= self.max_gap), dt, 0.0)
-        step_gain = dt * (self.gain[0] * x * x + self.gain[1] * xd * xd)        # dt phi^T G phi
-        self._max_gain = max(self._max_gain, float(step_gain.max()))
-        norm = 1.0 + step_gain if self.normalised else 1.0
-        ck = (dt * self.gain[0] * x / norm).tolist()
-        cb = (dt * self.gain[1] * xd / norm).tolist()
+        with np.errstate(over='ignore', invalid='ignore'):
+            dt = np.diff(t, prepend=t[0] if self._t is None else self._t)
+            dt = np.where((dt > 0) & (dt <= self.max_gap), dt, 0.0)
+            # dt phi^T G phi (0 * inf -> 0: no elapsed time, no step)
+            step_gain = np.nan_to_num(dt * (self.gain[0] * x * x + self.gain[1] * xd * xd), nan=0.0)
+            self._max_gain = max(self._max_gain, float(step_gain.max()))
+            norm = 1.0 + step_gain if self.normalised else 1.0
+            ck = (dt * self.gain[0] * x / norm).tolist()
+            cb = (dt * self.gain[1] * xd / norm).tolist()
         k, b = self._k, self._b
         hist = [] if self.record else None
         if not self._diverged:
@@ -140,18 +149,29 @@ class IndirectAdaptive:
         if self._n == 0:
             return failure(self.name, self.model, 'no samples yet', stamp, **extras)
         raw = np.array([self._k, self._b])
-        theta_s = raw * self.scales
-        rss = max(self._yy - 2.0 * float(theta_s @ self._rhs) + float(theta_s @ self._info @ theta_s), 0.0)
-        q = quality_from_information(self._info, self._n, rss / max(self._n - 2, 1), self.scales, self.min_exc)
+        info, rhs, yy = self._info, self._rhs, self._yy
+        with np.errstate(over='ignore', invalid='ignore'):
+            ridged = info + np.eye(2) * max(float(info.diagonal().max()) * 1e-13, 1e-300)
+            theta_ls = np.linalg.solve(ridged, rhs)                 # least squares over the seen samples
+            sigma2 = _rss(theta_ls, info, rhs, yy) / max(self._n - 2, 1)
+            q = quality_from_information(info, self._n, sigma2, self.scales, self.min_exc)
+            lag = raw - theta_ls / self.scales
+            cov = make_spd(q.covariance + np.outer(lag, lag))
+            rss_ia = _rss(raw * self.scales, info, rhs, yy)
         values, active = project(raw, self.model.names, self.bounds)
         valid, reason = verdict(self.model.names, values, q, self._n, self.min_samples, self.max_condition)
         if self._diverged:
             valid, reason = False, 'diverged: estimate left the numeric range (gain too high for dt and phi)'
         elif not self.normalised and self._max_gain >= 2.0:
-            valid, reason = False, (f'unstable Euler step: dt phi^T Gamma phi reached {self._max_gain:.3g} >= 2; '
-                                    'lower the gain or use normalised=True')
+            valid, reason = False, (f'unstable Euler step: dt phi^T Gamma phi reached {self._max_gain:.3g} '
+                                    '>= 2; lower the gain or use normalised=True')
         return ContactEstimate(
             algorithm=self.name, model=self.model.name, names=self.model.names, values=values,
-            covariance=q.covariance, valid=valid, reason=reason, residual_rms=float(np.sqrt(rss / self._n)),
+            covariance=cov, valid=valid, reason=reason, residual_rms=float(np.sqrt(rss_ia / self._n)),
             condition_number=q.condition_number, excitation=q.excitation, identifiable=q.identifiable,
             bounds_active=active, samples_used=self._n, stamp=stamp, extras=extras)
+
+
+def _rss(theta_s: np.ndarray, info: np.ndarray, rhs: np.ndarray, yy: float) -> float:
+    """sum (F - phi_s^T theta_s)^2 from the accumulated statistics (clamped at 0 against round-off)."""
+    return max(yy - 2.0 * float(theta_s @ rhs) + float(theta_s @ info @ theta_s), 0.0)

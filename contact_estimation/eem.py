@@ -9,7 +9,8 @@ Non-iterative, no initial guess. When b is ~0 or not excited, theta_2 = 1/b is ~
 explodes or flips sign while k (a ratio whose direction is well determined) stays right. The
 ``confidence`` interval theta_2 +- z sigma_2 is reported; when it contains 0, damping is flagged not
 identifiable (``identifiable[1] = False``, a note in ``reason``, ``extras['theta2_interval_contains_zero']``).
-theta_2 = 0 exactly (b unbounded) is a structured failure.
+Collinear X_i and F_i (condition of the column-normalised regressor above ``max_collinearity``: b is
+exactly 0 or not excited) and theta_2 = 0 (b unbounded) are structured failures.
 """
 from __future__ import annotations
 
@@ -23,27 +24,36 @@ from .spectra import FrequencyEstimator, Solution, Spectrum, least_squares, real
 class EquationError(FrequencyEstimator):
     name = 'eem'
 
-    def __init__(self, model: ContactModel = KELVIN_VOIGT, *, confidence: float = 0.95, **options):
+    def __init__(self, model: ContactModel = KELVIN_VOIGT, *, confidence: float = 0.95,
+                 max_collinearity: float = 1e10, **options):
         super().__init__(model, **options)
-        if not 0.0 < confidence < 1.0:
-            raise ValueError(f'confidence must be in (0, 1), got {confidence}')
+        if not 0.0 < confidence < 1.0 or not max_collinearity > 1:
+            raise ValueError(f'confidence must be in (0, 1) and max_collinearity > 1, got {confidence}, '
+                             f'{max_collinearity}')
         self.confidence = float(confidence)
+        self.max_collinearity = float(max_collinearity)
 
     def solve(self, spec: Spectrum, bins: np.ndarray) -> Solution | str:
         x, f = spec.x[bins], spec.force[bins]
-        ls = least_squares(real_stack(np.column_stack((x, f))), real_stack(1j * spec.omega[bins] * x))
+        a = real_stack(np.column_stack((x, f)))
+        norms = np.linalg.norm(a, axis=0)
+        if not np.all(norms > 0) or np.linalg.cond(a / norms) > self.max_collinearity:
+            return ('EEM: X and F are collinear at the selected bins (b = 0 or not excited): '
+                    '1/b is undetermined')
+        ls = least_squares(a, real_stack(1j * spec.omega[bins] * x))
         t1, t2 = ls.theta
         if not abs(t2) > 1e-300 * max(abs(t1), 1.0):
             return f'EEM: 1/b = theta_2 = {t2:.3g}: damping unbounded (b ~ 0 or not excited)'
-        jac = np.array([[-1.0 / t2, t1 / t2 ** 2],         # d(k, b) / d(theta_1, theta_2)
-                        [0.0, -1.0 / t2 ** 2]])
-        with np.errstate(over='ignore', invalid='ignore'):
+        with np.errstate(over='ignore', invalid='ignore', divide='ignore'):
+            values = np.array([-t1 / t2, 1.0 / t2])
+            jac = np.array([[-1.0 / t2, t1 / t2 ** 2],         # d(k, b) / d(theta_1, theta_2)
+                            [0.0, -1.0 / t2 ** 2]])
             cov = jac @ ls.covariance @ jac.T
         half = float(ndtri(0.5 + 0.5 * self.confidence) * np.sqrt(ls.covariance[1, 1]))
         contains_zero = abs(t2) <= half
         return Solution(
-            values=np.array([-t1 / t2, 1.0 / t2]), covariance=cov, damping_identifiable=not contains_zero,
-            note=(f'damping not identifiable: the {self.confidence:.0%} interval of 1/b, {t2:.3g} +- {half:.3g}, '
-                  'contains 0' if contains_zero else ''),
+            values=values, covariance=cov, damping_identifiable=not contains_zero,
+            note=(f'damping not identifiable: the {self.confidence:.0%} interval of 1/b, '
+                  f'{t2:.3g} +- {half:.3g}, contains 0' if contains_zero else ''),
             extras={'theta': [float(t1), float(t2)], 'theta2_half_width': half,
                     'theta2_interval_contains_zero': bool(contains_zero)})

@@ -42,12 +42,15 @@ def series_stiffness(*k: float | np.ndarray) -> float | np.ndarray:
 
 
 def payload_from_system(k_system: float | np.ndarray, k_facility: float | np.ndarray) -> float | np.ndarray:
-    """Eq. 3.4: k_calc = (1/k_sys - 1/k_facility)^-1. NaN where k_sys >= k_facility (not resolvable)."""
+    """Eq. 3.4: k_calc = (1/k_sys - 1/k_facility)^-1 (N/m).
+
+    NaN where the payload is not resolvable: k_sys >= k_facility, or k_sys not a positive number (e.g.
+    a failed estimate), so a table of per-level results never raises.
+    """
     ks, kf = _arr(k_system, k_facility)
-    _positive('k_system', ks)
     _positive('k_facility', kf, allow_inf=True)
-    inv = 1.0 / ks - 1.0 / kf
-    with np.errstate(divide='ignore'):
+    with np.errstate(divide='ignore', invalid='ignore'):
+        inv = np.where(ks > 0, 1.0 / ks, np.nan) - 1.0 / kf
         out = np.where(inv > 0, 1.0 / np.where(inv > 0, inv, 1.0), np.nan)
     return float(out) if out.ndim == 0 else out
 
@@ -93,8 +96,9 @@ class MonteCarloPayload:
         return self.std / self.median if self.median > 0 else float('nan')
 
 
-def payload_from_system_mc(k_system: float, k_facility: float, rel_std_system: float, rel_std_facility: float = 0.0,
-                           *, draws: int = 100_000, seed: int = 0) -> MonteCarloPayload:
+def payload_from_system_mc(k_system: float, k_facility: float, rel_std_system: float,
+                           rel_std_facility: float = 0.0, *, draws: int = 100_000,
+                           seed: int = 0) -> MonteCarloPayload:
     """Eq. 3.4 under Gaussian relative errors of k_sys and k_facility (the nonlinear counterpart of
     :func:`payload_relative_std`; it shows the skew and the draws where the subtraction breaks down)."""
     if draws < 2 or rel_std_system < 0 or rel_std_facility < 0:
@@ -158,7 +162,8 @@ def line_fit(x: np.ndarray, force: np.ndarray) -> LineFit:
 # ------------------------------------------------------------------------------------------ power law
 @dataclass(frozen=True)
 class PowerLawFit:
-    """F = k d^n fit. ``covariance`` is for (k, n); ``origin`` the (d, F) subtracted by the shift."""
+    """F = k d^n fit. ``covariance`` is for (k, n); ``residual_rms`` the unweighted force residual (N);
+    ``origin`` the (d, F) subtracted by the shift; ``log_start`` the log-log (k, n) starting point."""
 
     ok: bool
     reason: str
@@ -183,8 +188,8 @@ def _power_law_failure(reason: str, points: int = 0, origin=(0.0, 0.0)) -> Power
     return PowerLawFit(False, reason, float('nan'), float('nan'), points=points, origin=origin)
 
 
-def fit_power_law(delta: np.ndarray, force: np.ndarray, *, cutoff: float | None = None, shift_origin: bool = False,
-                  weights: np.ndarray | None = None) -> PowerLawFit:
+def fit_power_law(delta: np.ndarray, force: np.ndarray, *, cutoff: float | None = None,
+                  shift_origin: bool = False, weights: np.ndarray | None = None) -> PowerLawFit:
     """Fit F = k d^n (eq. 3.1): log-log LS start, then weighted nonlinear LS in (ln k, n).
 
     cutoff: drop samples with F < cutoff (N). shift_origin: subtract the first remaining (d, F) so the
@@ -195,10 +200,13 @@ def fit_power_law(delta: np.ndarray, force: np.ndarray, *, cutoff: float | None 
     d, f = _arr(delta, force)
     w = np.ones_like(d) if weights is None else np.asarray(weights, dtype=np.float64)
     if d.ndim != 1 or d.shape != f.shape or w.shape != d.shape:
-        raise ValueError(f'delta, force (and weights) must be 1-D of equal length, got {d.shape}, {f.shape}, {w.shape}')
+        raise ValueError(f'delta, force (and weights) must be 1-D of equal length, '
+                         f'got {d.shape}, {f.shape}, {w.shape}')
     if cutoff is not None and not np.isfinite(cutoff):
         raise ValueError(f'cutoff must be finite, got {cutoff}')
-    keep = np.isfinite(d) & np.isfinite(f) & np.isfinite(w) & (w >= 0)
+    if np.any(w < 0):
+        raise ValueError('weights must be >= 0')
+    keep = np.isfinite(d) & np.isfinite(f) & np.isfinite(w)
     if cutoff is not None:
         keep &= f >= cutoff
     d, f, w = d[keep], f[keep], w[keep]
@@ -246,7 +254,8 @@ def fit_power_law(delta: np.ndarray, force: np.ndarray, *, cutoff: float | None 
                        (float(np.exp(lk0)), float(n0)))
 
 
-def instron_power_law(crosshead: np.ndarray, force: np.ndarray, *, cutoff: float = INSTRON_CUTOFF) -> PowerLawFit:
+def instron_power_law(crosshead: np.ndarray, force: np.ndarray, *,
+                      cutoff: float = INSTRON_CUTOFF) -> PowerLawFit:
     """One Instron test (§2.11b steps 2-4): drop F < cutoff, shift the first point to (0, 0), fit.
 
     Known bias (thesis): the shift assumes no specimen compression below the cut-off.
@@ -347,7 +356,8 @@ def fit_hunt_crossley(x: np.ndarray, xd: np.ndarray, force: np.ndarray, *, stati
                       rate_threshold: float | None = None) -> HuntCrossleyFit:
     """Two-stage Hunt-Crossley identification (spec §1.6).
 
-    Stage 1: (k, n) by :func:`fit_power_law` on near-static samples (``static`` mask, or |xd| <= rate_threshold).
+    Stage 1: (k, n) by :func:`fit_power_law` on near-static samples (``static`` mask, or
+    |xd| <= rate_threshold).
     Stage 2: lam = sum(u r) / sum(u^2) with u = x^n xd and r = F - k x^n over all samples with x > 0.
     """
     x, xd, f = _arr(x, xd, force)

@@ -4,12 +4,14 @@ Force noise-free, displacement noisy: Z_i = X_i(theta) + V_i, V ~ N(0, R), at th
 
     X_i(theta) = F_i / (k + j b w_i),     s_i = dX_i/dtheta = -F_i [1, j w_i] / (k + j b w_i)^2
     R          = sum_i |V_i|^2 / (rows - p)                                         (2.26a)
-    M          = Re sum_i s_i^* R^-1 s_i,    g = -Re sum_i s_i^* R^-1 V_i               (Fisher info, gradient)
+    M          = Re sum_i s_i^* R^-1 s_i,  g = -Re sum_i s_i^* R^-1 V_i       (Fisher information, gradient)
     theta      = theta_prev - M^-1 g                                                (2.26b, Gauss-Newton)
 
-alternating R and theta until the scaled Gauss-Newton step |dtheta_s| <= tol (1 + |theta_s|) or ``max_iter``. The
-spec's N dt factors (and, for one output, R itself) scale M and g alike and cancel in the step; R sets
-the covariance M^-1 at the optimum. A step that does not lower the cost is halved (up to 30 times).
+alternating R and theta until the scaled Gauss-Newton step |dtheta_s| <= tol (1 + |theta_s|) or
+``max_iter``. The spec's N dt factors (and, for one output, R itself) scale M and g alike and cancel in
+the step; R sets the covariance M^-1 at the optimum (R is per real component, in the Parseval
+normalisation of :mod:`spectra`, not the spec's dt sum |V_i|^2). A step that does not lower the cost is
+halved (up to 30 times).
 The default start is the frequency-domain least squares (OEM) solution; ``initial`` overrides it.
 Non-convergence, a singular M or a model pole on a selected bin is a structured failure, never NaN.
 """
@@ -57,7 +59,8 @@ class GeneralisedMaximumLikelihood(FrequencyEstimator):
             norms = np.linalg.norm(s, axis=0)
             if not (np.all(np.isfinite(s)) and np.all(norms > 0)
                     and np.linalg.cond(s / norms) ** 2 <= self.max_cond_m):
-                return f'GMLE: singular information matrix M at iteration {it} (condition > {self.max_cond_m:.3g})'
+                return (f'GMLE: singular information matrix M at iteration {it} '
+                        f'(condition > {self.max_cond_m:.3g})')
             gn = least_squares(s, v)                                        # step -M^-1 g, sigma^2 M^-1
             delta = gn.theta
             size = float(np.linalg.norm(delta))

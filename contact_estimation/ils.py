@@ -13,11 +13,12 @@ from .rls import RecursiveLeastSquares
 
 
 class InstantaneousLeastSquares(RecursiveLeastSquares):
-    """RLS on phi = [x, xdot]; takes every RLS option (forgetting, initial_covariance, initial, bounds, ...)."""
+    """RLS on phi = [x, xdot]; takes every RLS option (forgetting, initial_covariance, initial, ...)."""
 
     name = 'ils'
 
     def __init__(self, model: ContactModel = KELVIN_VOIGT, **options):
         if model.uses_acceleration:
-            raise ValueError(f"ILS neglects the mass: it needs a model without acceleration, got '{model.name}'")
+            raise ValueError(f"ILS neglects the mass: it needs a model without acceleration, "
+                             f"got '{model.name}'")
         super().__init__(model, **options)

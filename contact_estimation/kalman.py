@@ -82,7 +82,8 @@ class KalmanFilter:
     def update(self, samples: ContactSamples) -> None:
         if len(samples) == 0:
             return
-        phi = self.model.regressor(samples.x, samples.xd, samples.xdd) / self.scales
+        with np.errstate(over='ignore'):
+            phi = self.model.regressor(samples.x, samples.xd, samples.xdd) / self.scales
         f, t = samples.force, samples.t
         ok = np.all(np.abs(phi) < _LIMIT, axis=1) & (np.abs(f) < _LIMIT)
         self._rejected += int(len(ok) - ok.sum())
@@ -90,8 +91,8 @@ class KalmanFilter:
         n = len(t)
         if n == 0:
             return
-        dt = np.diff(t, prepend=t[0] if self._t is None else self._t)
-        dt = np.clip(dt, 0.0, self.max_gap)
+        with np.errstate(over='ignore', invalid='ignore'):
+            dt = np.clip(np.diff(t, prepend=t[0] if self._t is None else self._t), 0.0, self.max_gap)
         qdt = dt[:, None] * self.q_s                                  # random-walk variance per sample
         hist = [] if self.record else None
         run = _filter_2 if self.model.size == 2 else _filter

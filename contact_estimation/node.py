@@ -45,18 +45,18 @@ class ContactEstimatorNode(EstimatorNode):
 
     # --- callbacks: copy only ---
     def _on_wrench(self, msg: WrenchStamped) -> None:
-        self.rates['wrench'].tick(self.now_s())
+        self.rates['wrench'].tick()
         f = msg.wrench.force
         self.pipeline.push_wrench(stamp_to_ns(msg.header.stamp), f.x, f.y, f.z)
         if not self.pipeline.wrench_frame:
             self.pipeline.wrench_frame = msg.header.frame_id
 
     def _on_joint_state(self, msg: JointState) -> None:
-        self.rates['displacement'].tick(self.now_s())
+        self.rates['displacement'].tick()
         self.pipeline.push_joint_state(stamp_to_ns(msg.header.stamp), msg.name, msg.position)
 
     def _on_pose(self, msg: PoseStamped) -> None:
-        self.rates['displacement'].tick(self.now_s())
+        self.rates['displacement'].tick()
         q = msg.pose.position
         self.pipeline.push_pose(stamp_to_ns(msg.header.stamp), q.x, q.y, q.z)
 
@@ -78,12 +78,11 @@ class ContactEstimatorNode(EstimatorNode):
         self.pipeline.reset()
 
     def diagnostics(self):
-        now = self.now_s()
         timeout = self.params['sensor_timeout']
         counts = self.pipeline.status()
         out = []
         for name, meter in self.rates.items():
-            age = meter.age(now)
+            age = meter.age()
             rejected = {k: v for k, v in counts.items() if k.startswith(name + '.')}
             values = {'rate_hz': meter.rate(), 'received': meter.count, 'age_s': age, **rejected}
             if name == 'displacement':

@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from scipy.linalg import expm
 
 from . import fit
 from .samples import ContactSamples
@@ -72,7 +71,8 @@ class Scenario:
     ideal_secant: np.ndarray = field(default_factory=lambda: np.zeros(0))
     extras: dict = field(default_factory=dict)
 
-    def samples(self, window: tuple[int, int] | slice | None = None, *, acceleration: bool = False) -> ContactSamples:
+    def samples(self, window: tuple[int, int] | slice | None = None, *,
+                acceleration: bool = False) -> ContactSamples:
         """The record (or ``window``) as ContactSamples with the analytic xd (and xdd)."""
         sl = slice(*window) if isinstance(window, tuple) else (window or slice(None))
         return ContactSamples.make(self.t[sl], self.force[sl], self.x[sl], self.xd[sl],
@@ -97,14 +97,17 @@ def _grid(duration_s: float, rate_hz: float) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------------- S1
-def s1_kelvin_voigt(rate_hz: float = 1000.0, *, noise: bool = False, mass: float = 0.0, duration_s: float = 20.0,
-                    approach_s: float = 0.0, stiffness: float = 4800.0, damping: float = 200.0,
-                    sigma_f: float = 0.5, sigma_x: float = 10e-6, seed: int = 0) -> Scenario:
+def s1_kelvin_voigt(rate_hz: float = 1000.0, *, noise: bool = False, mass: float = 0.0,
+                    duration_s: float = 20.0, approach_s: float = 0.0, stiffness: float = 4800.0,
+                    damping: float = 200.0, sigma_f: float = 0.5, sigma_x: float = 10e-6,
+                    seed: int = 0) -> Scenario:
     """S1: soft Kelvin-Voigt wall under a multisine, F = k x + b xd + m xdd (UVic-like, damping identifiable).
 
     x = x0 + sum_j A sin(2 pi f_j t), x0 = 10 mm, A = 2 mm, f_j = 0.5, 1, 2, 5 Hz (x >= 2 mm). With
     ``approach_s`` > 0 the record starts with a free approach (F = 0, x < 0 at constant speed) and the
-    contact motion is x(tau) = ms(tau) - x0 exp(-tau / 0.1 s), which starts at the datum (extras['onset_index']).
+    contact motion is x(tau) = ms(tau) - x0 exp(-tau / 0.1 s), which starts at the datum
+    (extras['onset_index']).
+    Noise (``noise=True``): F + N(0, sigma_f), x + N(0, sigma_x).
     """
     x0, amp, freqs = 10e-3, 2e-3, np.array([0.5, 1.0, 2.0, 5.0])
     t = _grid(duration_s + approach_s, rate_hz)
@@ -133,16 +136,17 @@ def s1_kelvin_voigt(rate_hz: float = 1000.0, *, noise: bool = False, mass: float
     return Scenario(
         name='S1', t=t, force=force, x=x, xd=xd, xdd=xdd, rate_hz=rate_hz,
         truth={'stiffness': stiffness, 'damping': damping, 'mass': mass},
-        notes=f"multisine {freqs.tolist()} Hz, noise={'sigma_F=%g N, sigma_x=%g m' % (sigma_f, sigma_x) if noise else 'none'}",
+        notes=(f'multisine {freqs.tolist()} Hz, '
+               + (f'sigma_F={sigma_f} N, sigma_x={sigma_x} m' if noise else 'noise-free')),
         extras={'onset_index': onset, 'frequencies_hz': freqs})
 
 
 # --------------------------------------------------------------------------------------------------- S2
 def s2_staircase(payload: str | tuple[float, float] = 'pl_half_sphere', rate_hz: float = 100.0, *,
-                 loads: tuple[float, ...] | None = None, max_load: float = 300.0, experiment: int | None = None,
-                 hold_s: float = 5.0, tau_s: float = 0.3, lead_s: float = 1.0, approach_speed: float = 5e-4,
-                 k_facility: float = K_SMT, settle_taus: float = 10.0, sigma_f: float = 0.0, sigma_x: float = 0.0,
-                 x_bias: float = 0.0, seed: int = 0) -> Scenario:
+                 loads: tuple[float, ...] | None = None, max_load: float = 300.0,
+                 experiment: int | None = None, hold_s: float = 5.0, tau_s: float = 0.3, lead_s: float = 1.0,
+                 approach_speed: float = 5e-4, k_facility: float = K_SMT, settle_taus: float = 10.0,
+                 sigma_f: float = 0.0, sigma_x: float = 0.0, x_bias: float = 0.0, seed: int = 0) -> Scenario:
     """S2: quasi-static load staircase through the series chain facility + power-law payload.
 
     F follows the staircase F_j (50, 100, ... ``max_load`` N; or ``loads``; or the Appendix C mean loads of
@@ -187,8 +191,8 @@ def s2_staircase(payload: str | tuple[float, float] = 'pl_half_sphere', rate_hz:
     xdd = np.where(contact, -compliance * fdot / tau_s + dcompliance * fdot ** 2, 0.0)
     i0 = int(np.searchsorted(t, t_c, side='right') - 1)
     ends = starts + hold_s
-    plateaus = tuple((int(np.ceil((s + settle_taus * tau_s) * rate_hz - 1e-9)), int(np.floor(f * rate_hz + 1e-9)) + 1)
-                     for s, f in zip(starts, ends))
+    plateaus = tuple((int(np.ceil((s + settle_taus * tau_s) * rate_hz - 1e-9)),
+                      int(np.floor(f * rate_hz + 1e-9)) + 1) for s, f in zip(starts, ends))
     x_static = levels / k_facility + (levels / k_nl) ** (1.0 / n)
     rng = np.random.default_rng(seed)
     if sigma_f > 0:
@@ -206,11 +210,11 @@ def s2_staircase(payload: str | tuple[float, float] = 'pl_half_sphere', rate_hz:
 
 
 def s3_datum_shift(scenario: Scenario, shift: int) -> Scenario:
-    """S3: the same record with the datum moved by ``shift`` samples: x' = x - x[i0 + shift] (S2-like input)."""
+    """S3: the record with the datum moved by ``shift`` samples, x' = x - x[i0 + shift] (S2-like input)."""
     i0 = int(scenario.extras['datum_index'])
     i = i0 + int(shift)
     if not 0 <= i < len(scenario.x):
-        raise ValueError(f'datum shift {shift} leaves the record (datum index {i0}, {len(scenario.x)} samples)')
+        raise ValueError(f'datum shift {shift} leaves the record (datum {i0}, {len(scenario.x)} samples)')
     return replace(scenario, name='S3', x=scenario.x - scenario.x[i],
                    notes=f'{scenario.notes}; datum moved by {shift:+d} samples',
                    extras=dict(scenario.extras, datum_index=i, datum_shift=int(shift),
@@ -240,13 +244,19 @@ def s5_onset(damping: float = 2000.0, speed: float = 5e-3, rate_hz: float = 1000
         raise ValueError('need mass, stiffness, speed > 0 and damping, drive_gain >= 0')
     t = _grid(lead_s + duration_s, rate_hz)
     tau = t - lead_s
-    a = np.array([[0.0, 1.0], [-stiffness / mass, -(damping + drive_gain) / mass]])
+    # exp(A s), A = [[0, 1], [-k/m, -c/m]], by Cayley-Hamilton:
+    # e^{mu s} [cosh(D s) I + s sinhc(D s) (A - mu I)], mu = -c/(2m), D = sqrt(mu^2 - k/m) (complex if needed)
+    mu = -(damping + drive_gain) / (2.0 * mass)
+    disc = np.sqrt(complex(mu * mu - stiffness / mass))
+    s_ = np.maximum(tau, 0.0)
+    z = disc * s_
+    sinhc = np.where(np.abs(z) < 1e-8, 1.0 + z * z / 6.0, np.sinh(z) / np.where(z == 0, 1.0, z))
+    ch, sh, ex = np.cosh(z).real, (s_ * sinhc).real, np.exp(mu * s_)
     x_ss = drive_gain * speed / stiffness
-    d0 = np.array([-x_ss, speed])                                           # state minus steady state at contact
-    state = np.einsum('nij,j->ni', expm(a[None] * np.maximum(tau, 0.0)[:, None, None]), d0) + [x_ss, 0.0]
+    y0, v0 = -x_ss, speed                                   # state minus steady state at contact
     contact = tau >= 0
-    x = np.where(contact, state[:, 0], speed * tau)
-    xd = np.where(contact, state[:, 1], speed)
+    x = np.where(contact, x_ss + ex * (ch * y0 + sh * (-mu * y0 + v0)), speed * tau)
+    xd = np.where(contact, ex * (ch * v0 + sh * (-stiffness / mass * y0 + mu * v0)), speed)
     force = np.where(contact, stiffness * x + damping * xd, 0.0)
     xdd = np.where(contact, (drive_gain * (speed - xd) - force) / mass, 0.0)
     rng = np.random.default_rng(seed)
@@ -257,7 +267,8 @@ def s5_onset(damping: float = 2000.0, speed: float = 5e-3, rate_hz: float = 1000
     zeta = (damping + drive_gain) / (2.0 * np.sqrt(stiffness * mass))
     return Scenario(
         name='S5', t=t, force=force, x=x, xd=xd, xdd=xdd, rate_hz=rate_hz,
-        truth={'stiffness': stiffness, 'damping': damping, 'mass': mass, 'speed': speed, 'drive_gain': drive_gain},
+        truth={'stiffness': stiffness, 'damping': damping, 'mass': mass, 'speed': speed,
+               'drive_gain': drive_gain},
         notes=f'onset at {speed * 1e3:g} mm/s, b={damping:g} kg/s, closed-loop damping ratio {zeta:.2f}',
         extras={'onset_index': int(np.searchsorted(tau, 0.0)), 'steady_force': drive_gain * speed})
 
@@ -298,10 +309,11 @@ def _hertz_law(material: str) -> tuple[float, float]:
     return float(fit.hertz_coefficient(fit.HERTZ_RADIUS, e_star)), 1.5
 
 
-def s8_instron(specimen: str | tuple[float, float] = 'al', k_machine: float = np.inf, rate_hz: float = 100.0, *,
-               speed: float = INSTRON_SPEED, dead_band: float = INSTRON_DEAD_BAND,
-               plateau_travel: float = INSTRON_PLATEAU_TRAVEL, plateau_loads: tuple[float, float] = (40.0, 48.0),
-               stop_load: float = 400.0, sigma_f: float = 0.0, sigma_x: float = 0.0, seed: int = 0) -> Scenario:
+def s8_instron(specimen: str | tuple[float, float] = 'al', k_machine: float = np.inf, rate_hz: float = 100.0,
+               *, speed: float = INSTRON_SPEED, dead_band: float = INSTRON_DEAD_BAND,
+               plateau_travel: float = INSTRON_PLATEAU_TRAVEL,
+               plateau_loads: tuple[float, float] = (40.0, 48.0), stop_load: float = 400.0,
+               sigma_f: float = 0.0, sigma_x: float = 0.0, seed: int = 0) -> Scenario:
     """S8: Instron crosshead travel u against load F for a specimen law in series with the machine.
 
     u(F) = dead_band + plateau_travel * clip((F - F_a)/(F_b - F_a), 0, 1) + F/k_machine + (F/k_nl)^(1/n),
@@ -312,11 +324,13 @@ def s8_instron(specimen: str | tuple[float, float] = 'al', k_machine: float = np
     k_nl, n = _hertz_law(specimen) if isinstance(specimen, str) else _law(specimen)
     f_a, f_b = plateau_loads
     if not (k_machine > 0 and 0 <= f_a < f_b < stop_load):
-        raise ValueError(f'need k_machine > 0 and 0 <= plateau loads < stop load, got {k_machine}, {plateau_loads}')
+        raise ValueError(f'need k_machine > 0 and 0 <= plateau loads < stop load, '
+                         f'got {k_machine}, {plateau_loads}')
     f_grid = np.linspace(0.0, stop_load, 400_001)
     spec = (f_grid / k_nl) ** (1.0 / n)
-    u_grid = dead_band + plateau_travel * np.clip((f_grid - f_a) / (f_b - f_a), 0.0, 1.0) + f_grid / k_machine + spec
-    t = _grid(u_grid[-1] / speed, rate_hz)
+    clearance = plateau_travel * np.clip((f_grid - f_a) / (f_b - f_a), 0.0, 1.0)
+    u_grid = dead_band + clearance + f_grid / k_machine + spec
+    t = np.arange(int(np.floor(u_grid[-1] / speed * rate_hz)) + 1) / rate_hz     # stop at the stop load
     u = speed * t
     force = np.interp(u, u_grid, f_grid, left=0.0)
     deflection = (force / k_nl) ** (1.0 / n)
@@ -333,9 +347,9 @@ def s8_instron(specimen: str | tuple[float, float] = 'al', k_machine: float = np
                 'plateau_end_travel': dead_band + plateau_travel})
 
 
-def s9_hertz(material: str = 'al', rate_hz: float = 100.0, *, max_load: float = 400.0, speed: float = INSTRON_SPEED,
-             sigma_f: float = 0.0, seed: int = 0) -> Scenario:
-    """S9: Hertz sphere-on-flat F = k* d^1.5 at constant indentation speed up to ``max_load`` (§1.4 constants)."""
+def s9_hertz(material: str = 'al', rate_hz: float = 100.0, *, max_load: float = 400.0,
+             speed: float = INSTRON_SPEED, sigma_f: float = 0.0, seed: int = 0) -> Scenario:
+    """S9: Hertz sphere-on-flat F = k* d^1.5 (§1.4 constants) at constant speed up to ``max_load``."""
     k_star, n = _hertz_law(material)
     d_max = (max_load / k_star) ** (1.0 / n)
     t = _grid(d_max / speed, rate_hz)

@@ -74,7 +74,8 @@ def uniform_step(t: np.ndarray, rtol: float) -> float | str:
         return f'non-uniform sampling: median interval {dt:.3g} s'
     worst = float(np.max(np.abs(d - dt))) / dt
     if not worst <= rtol:
-        return f'non-uniform sampling: an interval deviates {worst:.3g} (relative) from {dt:.6g} s (tolerance {rtol:g})'
+        return (f'non-uniform sampling: an interval deviates {worst:.3g} (relative) from {dt:.6g} s '
+                f'(tolerance {rtol:g})')
     return dt
 
 
@@ -127,7 +128,7 @@ def select_bins(spec: Spectrum, frequencies: Sequence[float] | None = None, *, n
 
 
 def real_stack(a: np.ndarray) -> np.ndarray:
-    """Rows [Re a; Im a]: the real-valued equivalent of a complex regression (Re(a^H b) = stack(a)^T stack(b))."""
+    """Rows [Re a; Im a]: the real equivalent of a complex regression, Re(a^H b) = stack(a)^T stack(b)."""
     return np.concatenate((a.real, a.imag))
 
 
@@ -185,10 +186,10 @@ class FrequencyEstimator:
     name = 'frequency'
 
     def __init__(self, model: ContactModel = KELVIN_VOIGT, *, frequencies: Sequence[float] | None = None,
-                 n_auto: int = 8, criterion: str = 'magnitude', threshold: float = 1e-4, include_dc: bool = True,
-                 detrend: str | None = None, window: str | None = None, uniform_tolerance: float = 1e-2,
-                 min_samples: int = 10, max_condition: float = 1e8, scales: dict | None = None,
-                 min_excitation: dict | None = None):
+                 n_auto: int = 8, criterion: str = 'magnitude', threshold: float = 1e-4,
+                 include_dc: bool = True, detrend: str | None = None, window: str | None = None,
+                 uniform_tolerance: float = 1e-2, min_samples: int = 10, max_condition: float = 1e8,
+                 scales: dict | None = None, min_excitation: dict | None = None):
         if model.names != KELVIN_VOIGT.names:
             raise ValueError(f"{self.name} estimates the Kelvin-Voigt model (k, b), got '{model.name}'")
         if criterion not in ('magnitude', 'coherence'):
@@ -201,7 +202,8 @@ class FrequencyEstimator:
             raise ValueError('n_auto must be >= 1, threshold >= 0 and uniform_tolerance > 0')
         self.model = model
         self.frequencies = None if frequencies is None else [float(f) for f in frequencies]
-        self.n_auto, self.criterion, self.threshold, self.include_dc = int(n_auto), criterion, threshold, include_dc
+        self.n_auto, self.criterion, self.threshold = int(n_auto), criterion, threshold
+        self.include_dc = include_dc
         self.detrend, self.window, self.rtol = detrend, window, float(uniform_tolerance)
         self.min_samples = min_samples
         self.max_condition = max_condition

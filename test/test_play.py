@@ -77,7 +77,7 @@ def test_play_publishes_bag_values_and_clock(tmp_path, monkeypatch):
         drain = time.monotonic() + 0.5
         while time.monotonic() < drain:
             executor.spin_once(timeout_sec=0.05)
-        out, err = child.communicate(timeout=5) if child.poll() is not None else ('', 'timed out')
+        _, err = child.communicate(timeout=5) if child.poll() is not None else ('', 'timed out')
         assert child.returncode == 0, err
     finally:
         if child.poll() is None:
