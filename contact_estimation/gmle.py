@@ -64,18 +64,25 @@ class GeneralisedMaximumLikelihood(FrequencyEstimator):
             gn = least_squares(s, v)                                        # step -M^-1 g, sigma^2 M^-1
             delta = gn.theta
             size = float(np.linalg.norm(delta))
-            if size <= self.tol * (1.0 + float(np.linalg.norm(theta))):
-                return Solution(values=theta / self.scales,
-                                covariance=gn.covariance / np.outer(self.scales, self.scales),
-                                extras={'iterations': it, 'last_step': size,
-                                        'displacement_noise_variance': cost / max(gn.rows - 2, 1)})
+            scale = 1.0 + float(np.linalg.norm(theta))
+            if size <= self.tol * scale:
+                return self._solution(theta, gn, it, size, cost)
             for _ in range(31):
                 v_new = residual(theta + delta)
                 if v_new is not None and float(v_new @ v_new) <= cost:
                     break
                 delta = 0.5 * delta
             else:
+                # no step lowers the cost: at the optimum to round-off (a noise-free fit, or a start that is
+                # already the solution) this is convergence; elsewhere it is a failure
+                if size <= 1e-6 * scale or cost <= 1e-24 * float(real_stack(z) @ real_stack(z)):
+                    return self._solution(theta, gn, it, size, cost)
                 return f'GMLE: no descent from the Gauss-Newton step at iteration {it}'
             theta = theta + delta
             v, cost = v_new, float(v_new @ v_new)
         return f'GMLE did not converge in {self.max_iter} iterations (last scaled step {size:.3g})'
+
+    def _solution(self, theta: np.ndarray, gn, iterations: int, step: float, cost: float) -> Solution:
+        return Solution(values=theta / self.scales, covariance=gn.covariance / np.outer(self.scales, self.scales),
+                        extras={'iterations': iterations, 'last_step': step,
+                                'displacement_noise_variance': cost / max(gn.rows - 2, 1)})

@@ -6,12 +6,17 @@ from dataclasses import dataclass
 import numpy as np
 
 
+#: larger magnitudes (in SI units) are treated like NaN: no force, deformation or time comes near them
+MAX_MAGNITUDE = 1e100
+
+
 @dataclass(frozen=True)
 class ContactSamples:
     """Time t (s), normal force F (N), deformation x (m), its rate xd (m/s) and acceleration xdd (m/s^2).
 
     All arrays have the same length; ``xdd`` may be None for models without a mass term. Construct with
-    :meth:`make`, which checks shapes and drops non-finite rows (reporting how many in ``dropped``).
+    :meth:`make`, which checks shapes and drops rows that are non-finite or beyond any physical magnitude
+    (``|value| > MAX_MAGNITUDE``, where squares would overflow), reporting how many in ``dropped``.
     """
 
     t: np.ndarray
@@ -33,7 +38,7 @@ class ContactSamples:
         if any(a.ndim != 1 or len(a) != n for a in arrays):
             raise ValueError('t, force, x, xd (and xdd) must be 1-D arrays of equal length, got shapes '
                              + ', '.join(str(a.shape) for a in arrays))
-        finite = np.all(np.isfinite(np.vstack(arrays)), axis=0) if n else np.zeros(0, bool)
+        finite = np.all(np.abs(np.vstack(arrays)) <= MAX_MAGNITUDE, axis=0) if n else np.zeros(0, bool)
         kept = [a[finite] for a in arrays]
         return cls(kept[0], kept[1], kept[2], kept[3], kept[4] if xdd is not None else None,
                    dropped=int(n - finite.sum()))
