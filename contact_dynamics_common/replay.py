@@ -5,7 +5,9 @@ An offline node exposes ``node_name``, ``period_ns``, ``inputs() -> {topic: type
 input topics are read once as numpy columns; at every timer tick of the node (bag time, its publish
 period from the bag's start) the messages logged since the previous tick are pushed in log-time order,
 then the node updates and its outputs are written with the tick as log time, exactly the sequence a live
-node sees when the bag is played at recorded speed.
+node sees when the bag is played at recorded speed. A node may also offer
+``replay_all(columns, ticks_ns) -> [[(topic, type, fields)] per tick]``, the outputs of that same
+sequence computed at once; it is used instead when present.
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ class OfflineNode(Protocol):
     def push(self, topic: str, cols: dict, sl: slice) -> None: ...
     def tick(self, now_ns: int) -> list[tuple[str, str, dict]]: ...
     def status(self) -> dict: ...
+    # optional: def replay_all(self, columns: dict[str, dict], ticks_ns: np.ndarray) -> list[list[tuple]]: ...
 
 
 def resolve_topic(name: str, node_name: str, namespace: str = '/') -> str:
@@ -52,8 +55,11 @@ class ReplayResult:
 
 
 def replay(bag: BagReader, nodes: list[Any], writer: BagWriter | None = None,
-           progress: bool = False) -> ReplayResult:
-    """Run ``nodes`` over ``bag``; write every output to ``writer``; return all outputs."""
+           progress: bool = False, batched: bool = True) -> ReplayResult:
+    """Run ``nodes`` over ``bag``; write every output to ``writer``; return all outputs.
+
+    ``batched=False`` drives every node tick by tick even when it offers ``replay_all`` (the reference).
+    """
     result = ReplayResult(bag_duration_s=bag.duration_s)
     columns: dict[str, dict] = {}
     for node in nodes:
@@ -71,16 +77,12 @@ def replay(bag: BagReader, nodes: list[Any], writer: BagWriter | None = None,
     for node in nodes:
         ticks = np.arange(start + node.period_ns, end + 2 * node.period_ns, node.period_ns, dtype=np.int64)
         topics = list(node.inputs())
-        bounds = {t: np.searchsorted(columns[t]['log_ns'], ticks, side='right') for t in topics}
-        pos = dict.fromkeys(topics, 0)
-        for k in _progress(range(len(ticks)), progress, node.node_name):
-            for t in topics:
-                hi = int(bounds[t][k])
-                if hi > pos[t]:
-                    node.push(t, columns[t], slice(pos[t], hi))
-                    pos[t] = hi
-            now = int(ticks[k])
-            for topic, type_name, fields in node.tick(now):
+        if batched and hasattr(node, 'replay_all'):
+            per_tick = node.replay_all({t: columns[t] for t in topics}, ticks)
+        else:
+            per_tick = _tick_by_tick(node, {t: columns[t] for t in topics}, ticks)
+        for now, outputs in zip(ticks.tolist(), _progress(per_tick, progress, node.node_name, len(ticks))):
+            for topic, type_name, fields in outputs:
                 result.outputs.setdefault(topic, []).append((now, fields))
                 result.types[topic] = type_name
                 if writer is not None:
@@ -89,8 +91,21 @@ def replay(bag: BagReader, nodes: list[Any], writer: BagWriter | None = None,
     return result
 
 
-def _progress(it, enabled: bool, desc: str):
+def _tick_by_tick(node, columns: dict[str, dict], ticks: np.ndarray):
+    """Outputs per tick: push the messages logged since the previous tick, then tick."""
+    bounds = {t: np.searchsorted(cols['log_ns'], ticks, side='right') for t, cols in columns.items()}
+    pos = dict.fromkeys(columns, 0)
+    for k, now in enumerate(ticks.tolist()):
+        for t, cols in columns.items():
+            hi = int(bounds[t][k])
+            if hi > pos[t]:
+                node.push(t, cols, slice(pos[t], hi))
+                pos[t] = hi
+        yield node.tick(now)
+
+
+def _progress(it, enabled: bool, desc: str, total: int):
     if not enabled or not sys.stderr.isatty():
         return it
     from tqdm import tqdm
-    return tqdm(it, desc=desc, unit='tick', leave=False)
+    return tqdm(it, desc=desc, unit='tick', total=total, leave=False)

@@ -5,6 +5,7 @@ reports excitation, conditioning and covariance the same way.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -86,19 +87,39 @@ def failure(algorithm: str, model: ContactModel, reason: str, stamp: float = 0.0
 
 def make_spd(cov: np.ndarray, floor: float = 1e-300) -> np.ndarray:
     """Symmetrise; if not positive definite (or not finite), floor the eigenvalues so that it is."""
+    return make_spd_batch(np.asarray(cov, dtype=np.float64)[None], floor)[0]
+
+
+def make_spd_batch(cov: np.ndarray, floor: float = 1e-300) -> np.ndarray:
+    """``make_spd`` of each matrix of a stack (K, p, p).
+
+    C_s = (C + C^T) / 2 is kept when its Cholesky factorisation exists; a non-finite C becomes 1e300 I;
+    otherwise C_s = V diag(max(w, max(floor, 1e-15 max(w_max, floor)))) V^T from C_s = V diag(w) V^T.
+    """
     cov = np.asarray(cov, dtype=np.float64)
-    cov = 0.5 * (cov + cov.T)
-    if not np.all(np.isfinite(cov)):
-        return np.eye(len(cov)) * 1e300
+    cov = 0.5 * (cov + cov.swapaxes(1, 2))
+    finite = np.isfinite(cov).all(axis=(1, 2))
+    cov[~finite] = np.eye(cov.shape[1]) * 1e300
+    fix = np.zeros(len(cov), dtype=bool)
+    fix[finite] = ~_cholesky_exists(cov[finite])
+    if fix.any():
+        w, v = np.linalg.eigh(cov[fix])
+        top = np.maximum(w.max(axis=1), floor)
+        w = np.maximum(w, np.maximum(floor, top * 1e-15)[:, None])
+        cov[fix] = (v * w[:, None, :]) @ v.swapaxes(1, 2)
+    return cov
+
+
+def _cholesky_exists(mats: np.ndarray) -> np.ndarray:
+    """Per matrix of a stack: does its Cholesky factorisation exist? (one call; bisection on failure)"""
     try:
-        np.linalg.cholesky(cov)
-        return cov
+        np.linalg.cholesky(mats)
+        return np.ones(len(mats), dtype=bool)
     except np.linalg.LinAlgError:
-        pass
-    w, v = np.linalg.eigh(cov)
-    top = max(float(w.max()), floor)
-    w = np.maximum(w, max(floor, top * 1e-15))
-    return (v * w) @ v.T
+        if len(mats) == 1:
+            return np.zeros(1, dtype=bool)
+        half = len(mats) // 2
+        return np.concatenate((_cholesky_exists(mats[:half]), _cholesky_exists(mats[half:])))
 
 
 @dataclass(frozen=True)
@@ -113,36 +134,66 @@ class Quality:
 
 def quality_from_information(info_scaled: np.ndarray, n_eff: float, sigma2: float, scales: np.ndarray,
                              min_excitation: np.ndarray) -> Quality:
-    """Figures from the information matrix of the scaled regressors phi_s = phi / scales.
+    """Figures from the information matrix of the scaled regressors phi_s = phi / scales (quality_batch)."""
+    return quality_batch(np.asarray(info_scaled, dtype=np.float64)[None], np.array([n_eff], dtype=np.float64),
+                         np.array([sigma2], dtype=np.float64), scales, min_excitation)[0]
 
-    covariance (SI) = sigma2 * inv(info) / (scales scales^T); excitation_j = scales_j *
-    sqrt(n_eff / inv(info)_jj); condition number of the correlation-normalised information matrix.
-    A parameter is identifiable when its excitation reaches ``min_excitation`` (SI regressor units).
+
+def quality_batch(info_scaled: np.ndarray, n_eff: np.ndarray, sigma2: np.ndarray, scales: np.ndarray,
+                  min_excitation: np.ndarray) -> list[Quality]:
+    """``Quality`` of each of K information matrices (K, p, p) of the scaled regressors, in batched calls.
+
+    With A = (I + I^T) / 2 + eps I (eps = max(1e-13 max_j A_jj, 1e-300), a tiny ridge that keeps the
+    inverse finite when a regressor is not excited at all, e.g. xdot = 0 on a noise-free plateau: that
+    parameter then gets a huge variance and ~0 excitation, not a crash):
+
+        covariance (SI) = make_spd(sigma2 A^-1 / (scales scales^T))
+        excitation_j    = scales_j / sqrt(n_eff (A^-1)_jj),   identifiable_j: excitation_j >= min_excitation_j
+        condition       = ||C||_1 ||C^-1||_1,  C = D^-1 A_S D^-1,  D = diag(A_S)^1/2
+
+    where A_S is A restricted to the identifiable parameters S (all of them when S is empty): an
+    unexcited parameter is reported as not identifiable instead of as ill-conditioning.
     """
-    info = 0.5 * (info_scaled + info_scaled.T)
-    p = len(info)
-    diag = info.diagonal()
-    # a tiny ridge keeps the inverse finite when a regressor is not excited at all (e.g. xdot = 0 on a
-    # noise-free plateau): that parameter then gets a huge variance and ~0 excitation, not a crash
-    ridged = info + np.eye(p) * max(float(diag.max()) * 1e-13, 1e-300)
+    info = np.asarray(info_scaled, dtype=np.float64)
+    info = 0.5 * (info + info.swapaxes(1, 2))
+    p = info.shape[1]
+    ridge = np.maximum(np.diagonal(info, axis1=1, axis2=2).max(axis=1) * 1e-13, 1e-300)
+    ridged = info + np.eye(p) * ridge[:, None, None]
     inv = np.linalg.inv(ridged)
-    diag_inv = np.maximum(inv.diagonal(), 1e-300)
-    excitation = scales / np.sqrt(max(n_eff, 1e-12) * diag_inv)
-    identifiable = tuple((excitation >= min_excitation).tolist())
-    # 1-norm condition number of the correlation-normalised information matrix C = D^-1 info D^-1, over the
-    # excited parameters only (an unexcited one is reported as not identifiable instead)
-    sub = [i for i in range(p) if identifiable[i]]
-    if len(sub) == p or not sub:
-        block, block_inv = ridged, inv
-    else:
-        block = ridged[np.ix_(sub, sub)]
-        block_inv = np.linalg.inv(block)
-    d = np.sqrt(block.diagonal())
-    corr = np.abs(block / np.outer(d, d))
-    corr_inv = np.abs(block_inv * np.outer(d, d))
-    cond = float(corr.sum(axis=0).max() * corr_inv.sum(axis=0).max())
-    cov = make_spd(sigma2 * inv / np.outer(scales, scales))
-    return Quality(covariance=cov, excitation=excitation, condition_number=cond, identifiable=identifiable)
+    diag_inv = np.maximum(np.diagonal(inv, axis1=1, axis2=2), 1e-300)
+    excitation = scales / np.sqrt(np.maximum(n_eff, 1e-12)[:, None] * diag_inv)
+    identifiable = excitation >= min_excitation
+    cond = _condition_numbers(ridged, inv, identifiable)
+    cov = make_spd_batch(np.asarray(sigma2, dtype=np.float64)[:, None, None] * inv / np.outer(scales, scales))
+    return [Quality(covariance=c, excitation=e, condition_number=k, identifiable=tuple(i))
+            for c, e, k, i in zip(cov, excitation, cond.tolist(), identifiable.tolist())]
+
+
+def _condition_numbers(ridged: np.ndarray, inv: np.ndarray, identifiable: np.ndarray) -> np.ndarray:
+    """Correlation-normalised 1-norm condition numbers over each row's identifiable subset.
+
+    Rows are grouped by identifiability pattern: rows with all or no parameters identifiable use the
+    whole matrix and its inverse; the others invert their sub-block, one batched call per pattern.
+    """
+    cond = np.empty(len(ridged))
+    whole = identifiable.all(axis=1) | ~identifiable.any(axis=1)
+    cond[whole] = _correlation_condition(ridged[whole], inv[whole])
+    partial = ~whole
+    for pattern in np.unique(identifiable[partial], axis=0):
+        rows = partial & (identifiable == pattern).all(axis=1)
+        sub = np.flatnonzero(pattern)
+        block = ridged[rows][:, sub][:, :, sub]
+        cond[rows] = _correlation_condition(block, np.linalg.inv(block))
+    return cond
+
+
+def _correlation_condition(block: np.ndarray, block_inv: np.ndarray) -> np.ndarray:
+    """||C||_1 ||C^-1||_1 per matrix, C = D^-1 B D^-1, C^-1 = D B^-1 D, D = diag(B)^1/2 (max column sums)."""
+    d = np.sqrt(np.diagonal(block, axis1=1, axis2=2))
+    dd = d[:, :, None] * d[:, None, :]
+    corr = np.abs(block / dd)
+    corr_inv = np.abs(block_inv * dd)
+    return corr.sum(axis=1).max(axis=1) * corr_inv.sum(axis=1).max(axis=1)
 
 
 def verdict(names: tuple[str, ...], values: np.ndarray, quality: Quality, samples: float, min_samples: float,
@@ -153,7 +204,7 @@ def verdict(names: tuple[str, ...], values: np.ndarray, quality: Quality, sample
     """
     if samples < min_samples:
         return False, f'warming up: {samples:.0f} of {min_samples:.0f} samples'
-    if not np.all(np.isfinite(values)):
+    if not all(map(math.isfinite, np.asarray(values, dtype=np.float64).tolist())):
         return False, 'non-finite estimate'
     k = values[names.index('stiffness')]
     if not quality.identifiable[names.index('stiffness')]:

@@ -1,11 +1,13 @@
 """The contact estimator as an offline node for run-bag: same pipeline, same messages, bag time."""
 from __future__ import annotations
 
+import numpy as np
+
 from contact_dynamics_common.replay import resolve_topic
 
 from .config import NODE_NAME
 from .messages import MSG_TYPE, publications
-from .pipeline import ContactPipeline
+from .pipeline import ContactPipeline, Stream, TickReport
 
 WRENCH = 'geometry_msgs/msg/WrenchStamped'
 JOINT_STATE = 'sensor_msgs/msg/JointState'
@@ -24,6 +26,7 @@ class OfflineContactEstimator:
             self.disp_topic, self.disp_type = resolve_topic(params['joint_states_topic'], NODE_NAME), JOINT_STATE
         else:
             self.disp_topic, self.disp_type = resolve_topic(params['pose_topic'], NODE_NAME), POSE
+        self._resolved: dict[str, str] = {}          # output topics, resolved once
 
     def inputs(self) -> dict[str, str]:
         return {self.wrench_topic: WRENCH, self.disp_topic: self.disp_type}
@@ -38,9 +41,35 @@ class OfflineContactEstimator:
             self.pipeline.push_pose_columns(cols['stamp_ns'][sl], cols['position'][sl])
 
     def tick(self, now_ns: int) -> list[tuple[str, str, dict]]:
-        estimates = self.pipeline.step()
-        return [(resolve_topic(topic, NODE_NAME), MSG_TYPE, fields)
-                for topic, fields in publications(self.pipeline, estimates, self.params)]
+        return self._outputs(self.pipeline.report(self.pipeline.step()))
+
+    def replay_all(self, columns: dict[str, dict], ticks_ns: np.ndarray) -> list[list[tuple[str, str, dict]]]:
+        """The outputs of every tick at once (``ContactPipeline.replay``): the same as pushing the messages
+        logged up to each tick and calling ``tick``, on a fresh node."""
+        last = int(ticks_ns[-1]) if len(ticks_ns) else np.iinfo(np.int64).min
+        w = columns[self.wrench_topic]
+        d = columns[self.disp_topic]
+        nw = int(np.searchsorted(w['log_ns'], last, side='right'))
+        nd = int(np.searchsorted(d['log_ns'], last, side='right'))
+        if nw:
+            self.pipeline.wrench_frame = self.pipeline.wrench_frame or w.get('frame_id', '')
+        wrench = Stream(w['log_ns'][:nw], w['stamp_ns'][:nw], w['force'][:nw])
+        rows = d['position'][:nd]
+        if self.disp_type == JOINT_STATE:
+            rows = self.pipeline.joint_rows(d['name'], rows) if nd else None
+            if rows is None:              # the joint is not in the messages (counted): no displacement at all
+                nd, rows = 0, np.zeros((0, 1))
+        displacement = Stream(d['log_ns'][:nd], d['stamp_ns'][:nd], rows)
+        return [self._outputs(r) for r in self.pipeline.replay(wrench, displacement, ticks_ns)]
+
+    def _outputs(self, report: TickReport) -> list[tuple[str, str, dict]]:
+        return [(self._resolve(topic), MSG_TYPE, fields)
+                for topic, fields in publications(report, report.estimates, self.params)]
+
+    def _resolve(self, topic: str) -> str:
+        if topic not in self._resolved:
+            self._resolved[topic] = resolve_topic(topic, NODE_NAME)
+        return self._resolved[topic]
 
     def status(self) -> dict:
         return dict(self.pipeline.status())

@@ -15,10 +15,16 @@ since the last one, vectorised:
 5. centred local-linear differentiation over +-M samples (contact_dynamics_common.signal), i.e. a delay
    of M samples, giving xd (and xdd for the mass model);
 6. samples in contact (F_n >= contact_force_threshold, datum known) update every estimator.
+
+``replay`` runs a whole recorded stream through the same code in one pass and reports, for every timer
+tick, exactly what ``step`` would have returned at that tick (see its docstring).
 """
 from __future__ import annotations
 
+import copy
 from collections import Counter
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -29,6 +35,7 @@ from contact_dynamics_common.stamps import Segment, StampGate
 from .estimate import ContactEstimate
 from .gls import SlidingWindowGLS
 from .models import get_model
+from .reporting import update_and_report
 from .rls import RecursiveLeastSquares
 from .samples import ContactSamples
 
@@ -54,6 +61,46 @@ def build_estimators(params: dict, model) -> dict:
         else:
             raise ValueError(f"algorithm '{name}' cannot run online")
     return out
+
+
+class Stream(NamedTuple):
+    """One input topic as columns in log-time order: log time (ns), header stamp (ns), rows (N, width)."""
+
+    log_ns: np.ndarray
+    stamp_ns: np.ndarray
+    rows: np.ndarray
+
+
+@dataclass(frozen=True)
+class TickReport:
+    """What one update of the pipeline reports: its estimates and the pipeline state that
+    ``messages.publications`` reads (``counts['samples_used']``, ``stamp_ns``, ``datum``,
+    ``wrench_frame``)."""
+
+    estimates: list[ContactEstimate]
+    samples_used: int
+    datum: float
+    t0_ns: int | None
+    wrench_frame: str
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {'samples_used': self.samples_used}
+
+    def stamp_ns(self, est: ContactEstimate) -> int:
+        return _absolute_ns(self.t0_ns, est.stamp)
+
+
+@dataclass(frozen=True)
+class _Ingested:
+    """What one ingestion produced: the newly paired samples (stamps, and the datum in effect after each,
+    NaN for none), the in-contact samples for the estimators, and for each of those the index (into the
+    newly paired samples) of the newest paired sample its derivative needed."""
+
+    paired_ns: np.ndarray
+    datum: np.ndarray
+    samples: ContactSamples
+    newest: np.ndarray
 
 
 class ContactPipeline:
@@ -103,9 +150,14 @@ class ContactPipeline:
         self.disp_buffer.append(stamp_ns, positions[j])
 
     def push_joint_columns(self, stamps_ns: np.ndarray, names, position: np.ndarray) -> None:
-        j = self._joint_index(names, count=len(stamps_ns))
-        if j is not None:
-            self.disp_buffer.extend(stamps_ns, position[:, j])
+        rows = self.joint_rows(names, position)
+        if rows is not None:
+            self.disp_buffer.extend(stamps_ns, rows)
+
+    def joint_rows(self, names, position: np.ndarray) -> np.ndarray | None:
+        """The configured joint's column (N, 1) of JointState positions; None (counted) if it is absent."""
+        j = self._joint_index(names, count=len(position))
+        return None if j is None else position[:, j:j + 1]
 
     def push_pose(self, stamp_ns: int, px: float, py: float, pz: float) -> None:
         self.disp_buffer.append(stamp_ns, (px, py, pz))
@@ -138,18 +190,104 @@ class ContactPipeline:
         if any(s.reset_before for s in w_segs + d_segs):
             w_pre, w_post = _split_at_reset(w_segs)
             d_pre, d_post = _split_at_reset(d_segs)
-            self._ingest(wt[w_pre], wf[w_pre], dt[d_pre], dc[d_pre])
+            self._update(self._ingest(wt[w_pre], wf[w_pre], dt[d_pre], dc[d_pre]).samples)
             self.reset(gates=False)
             self.counts['resets_time_jump'] += 1
-            self._ingest(wt[w_post], wf[w_post], dt[d_post], dc[d_post])
+            self._update(self._ingest(wt[w_post], wf[w_post], dt[d_post], dc[d_post]).samples)
         else:
             w_idx = _indices(w_segs)
             d_idx = _indices(d_segs)
-            self._ingest(wt[w_idx], wf[w_idx], dt[d_idx], dc[d_idx])
+            self._update(self._ingest(wt[w_idx], wf[w_idx], dt[d_idx], dc[d_idx]).samples)
         return self.estimates()
 
     def estimates(self) -> list[ContactEstimate]:
         return [est.estimate() for est in self.estimators.values()]
+
+    def report(self, estimates: list[ContactEstimate]) -> TickReport:
+        """``estimates`` with the pipeline state they are published with."""
+        return TickReport(estimates, self.counts['samples_used'], self.datum, self._t0_ns, self.wrench_frame)
+
+    def replay(self, wrench: Stream, displacement: Stream, ticks_ns: np.ndarray) -> list[TickReport]:
+        """Reports of a fresh pipeline stepped at every tick of ``ticks_ns``, computed in one pass.
+
+        Equivalent to: at each tick T, push the samples logged since the previous tick (log_ns <= T),
+        ``step()``, ``report()``; every sample must be logged by the last tick. The record goes once
+        through the gates and the ingestion code of ``step``, and the tick at which step would have
+        used each sample is derived from the delivery rules:
+
+        * a sample is delivered at the first tick T >= its log time;
+        * a wrench sample is paired at the first tick by which it and a displacement sample stamped at or
+          after it have been delivered (ready tick);
+        * the derivative at a paired sample needs the M paired samples after it, and none is taken before
+          the first 21 paired samples (the half window M is fixed by them): a contact sample is used at
+          the ready tick of the newest paired sample it needed;
+
+        and each estimator reports after the number of samples used by each tick (``update_and_report``).
+        A record that would make step behave batch-dependently (a backward time jump, which resets; a
+        per-tick block beyond buffer_capacity; a wrench queue beyond buffer_capacity waiting for the
+        displacement stream) is stepped tick by tick instead.
+        """
+        used = self._t0_ns is not None or len(self.wrench_buffer) or len(self.disp_buffer)
+        if used or self.wrench_gate.last_ns is not None or self.disp_gate.last_ns is not None:
+            raise ValueError('replay needs a fresh pipeline')
+        ticks = np.asarray(ticks_ns, dtype=np.int64)
+        w_tick = _delivery_ticks(wrench.log_ns, ticks)
+        d_tick = _delivery_ticks(displacement.log_ns, ticks)
+        plan = self._batch_plan(wrench, displacement, w_tick, d_tick, len(ticks))
+        if plan is None:
+            return self._replay_stepwise(wrench, displacement, w_tick, d_tick, len(ticks))
+        return self._replay_batched(*plan, len(ticks))
+
+    def _batch_plan(self, wrench: Stream, displacement: Stream, w_tick: np.ndarray, d_tick: np.ndarray,
+                    n_ticks: int) -> tuple | None:
+        """Gate the whole record; return (wt, wf, dt, dc, ready tick per accepted wrench sample), or None
+        (gates untouched) when the record must be stepped tick by tick."""
+        if _largest_block(w_tick, n_ticks) > self.wrench_buffer.capacity \
+                or _largest_block(d_tick, n_ticks) > self.disp_buffer.capacity:
+            return None
+        w_gate, d_gate = copy.deepcopy(self.wrench_gate), copy.deepcopy(self.disp_gate)
+        w_segs = w_gate.filter(wrench.stamp_ns, np.isfinite(wrench.rows).all(axis=1))
+        d_segs = d_gate.filter(displacement.stamp_ns, np.isfinite(displacement.rows).all(axis=1))
+        if any(s.reset_before for s in w_segs + d_segs):
+            return None
+        w_idx, d_idx = _indices(w_segs), _indices(d_segs)
+        wt, dt = wrench.stamp_ns[w_idx], displacement.stamp_ns[d_idx]
+        w_tick, d_tick = w_tick[w_idx], d_tick[d_idx]
+        first_after = np.searchsorted(dt, wt, side='left')           # first displacement stamped >= t_w
+        ready = np.maximum(w_tick, np.append(d_tick, n_ticks)[first_after])
+        waiting = _cumulative(w_tick, n_ticks) - _cumulative(ready, n_ticks)
+        if len(waiting) and waiting.max() > self.wrench_buffer.capacity:
+            return None
+        self.wrench_gate, self.disp_gate = w_gate, d_gate
+        return wt, wrench.rows[w_idx], dt, displacement.rows[d_idx], ready
+
+    def _replay_batched(self, wt, wf, dt, dc, ready: np.ndarray, n_ticks: int) -> list[TickReport]:
+        """One ingestion of the gated record; per tick, the samples used and the datum by then."""
+        block = self._ingest(wt, wf, dt, dc)
+        paired_tick = ready[np.searchsorted(wt, block.paired_ns)]
+        used = _cumulative(paired_tick[block.newest], n_ticks)
+        if self.params['datum_mode'] == 'fixed':
+            datum = [self.datum] * n_ticks
+        else:
+            # the datum after the last sample paired by each tick (none paired: index -1, the appended NaN)
+            after = np.append(block.datum, np.nan)[_cumulative(paired_tick, n_ticks) - 1]
+            datum = [self._datum_value(None if np.isnan(d) else d) for d in after.tolist()]
+        per_estimator = [update_and_report(est, block.samples, used) for est in self.estimators.values()]
+        return [TickReport(list(ests), n, d, self._t0_ns, self.wrench_frame)
+                for ests, n, d in zip(zip(*per_estimator), used.tolist(), datum)]
+
+    def _replay_stepwise(self, wrench: Stream, displacement: Stream, w_tick: np.ndarray, d_tick: np.ndarray,
+                         n_ticks: int) -> list[TickReport]:
+        """The reference: push each tick's samples, step, report."""
+        w_end, d_end = _cumulative(w_tick, n_ticks), _cumulative(d_tick, n_ticks)
+        out = []
+        w_pos = d_pos = 0
+        for w_hi, d_hi in zip(w_end.tolist(), d_end.tolist()):
+            self.wrench_buffer.extend(wrench.stamp_ns[w_pos:w_hi], wrench.rows[w_pos:w_hi])
+            self.disp_buffer.extend(displacement.stamp_ns[d_pos:d_hi], displacement.rows[d_pos:d_hi])
+            w_pos, d_pos = w_hi, d_hi
+            out.append(self.report(self.step()))
+        return out
 
     def reset(self, gates: bool = True) -> None:
         """Forget all samples and restart the estimators (the ~/reset service, a time jump)."""
@@ -173,7 +311,8 @@ class ContactPipeline:
         self._datum: float | None = None
         self.last_stamp_ns = 0
 
-    def _ingest(self, wt, wf, dt, dc) -> None:
+    def _ingest(self, wt, wf, dt, dc) -> _Ingested:
+        """Gated samples in: queue them, pair what can be paired, differentiate what has a full window."""
         if len(dt):
             coord = dc[:, 0] if dc.shape[1] == 1 else dc @ self.normal
             self._d_t = np.concatenate((self._d_t, dt))
@@ -181,12 +320,19 @@ class ContactPipeline:
         if len(wt):
             self._w_t = np.concatenate((self._w_t, wt))
             self._w_f = np.concatenate((self._w_f, wf @ self.force_dir))
-        self._pair()
+        return self._paired(*self._pair())
 
-    def _pair(self) -> None:
+    def _pair(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(stamp, F_n, coordinate) of the queued wrench samples that can now be paired.
+
+        A wrench sample at t waits until the displacement stream has a sample at or after t; c(t) is
+        interpolated between the samples around it, unless they are more than sensor_timeout apart
+        (a sample stamped exactly at a displacement sample needs no interpolation and is always paired).
+        """
+        none = (np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0))
         if len(self._d_t) == 0 or len(self._w_t) == 0:
             self._cap_wrench_queue()
-            return
+            return none
         ready = self._w_t <= self._d_t[-1]
         t_ns, force = self._w_t[ready], self._w_f[ready]
         self._w_t, self._w_f = self._w_t[~ready], self._w_f[~ready]
@@ -196,17 +342,18 @@ class ContactPipeline:
         lo = np.clip(k - 1, 0, len(self._d_t) - 1)
         hi = np.clip(k, 0, len(self._d_t) - 1)
         gap = self._d_t[hi] - self._d_t[lo]
-        usable = ~before & (gap <= self.timeout_ns)
+        usable = ~before & ((gap <= self.timeout_ns) | (t_ns == self._d_t[lo]))
         self.counts['wrench_unpaired'] += int((~usable).sum())
         t_ns, force, lo, hi = t_ns[usable], force[usable], lo[usable], hi[usable]
-        if len(t_ns):
-            span = (self._d_t[hi] - self._d_t[lo]).astype(np.float64)
-            frac = np.divide((t_ns - self._d_t[lo]).astype(np.float64), span, out=np.zeros(len(t_ns)),
-                             where=span > 0)
-            coord = self._d_c[lo] + frac * (self._d_c[hi] - self._d_c[lo])
-            keep_from = max(int(lo[-1]), 0)
-            self._d_t, self._d_c = self._d_t[keep_from:], self._d_c[keep_from:]
-            self._paired(t_ns, force, coord)
+        if not len(t_ns):
+            return none
+        span = (self._d_t[hi] - self._d_t[lo]).astype(np.float64)
+        frac = np.divide((t_ns - self._d_t[lo]).astype(np.float64), span, out=np.zeros(len(t_ns)),
+                         where=span > 0)
+        coord = self._d_c[lo] + frac * (self._d_c[hi] - self._d_c[lo])
+        keep_from = max(int(lo[-1]), 0)
+        self._d_t, self._d_c = self._d_t[keep_from:], self._d_c[keep_from:]
+        return t_ns, force, coord
 
     def _cap_wrench_queue(self) -> None:
         extra = len(self._w_t) - self.wrench_buffer.capacity
@@ -214,44 +361,61 @@ class ContactPipeline:
             self.counts['wrench_unpaired'] += extra
             self._w_t, self._w_f = self._w_t[extra:], self._w_f[extra:]
 
-    def _paired(self, t_ns: np.ndarray, force: np.ndarray, coord: np.ndarray) -> None:
+    def _paired(self, t_ns: np.ndarray, force: np.ndarray, coord: np.ndarray) -> _Ingested:
+        """Datum, deformation and its centred derivatives; the in-contact samples for the estimators."""
+        datum = self._datum_track(force, coord)
+        nothing = _Ingested(t_ns, datum, ContactSamples.make([], [], [], []), np.zeros(0, dtype=np.int64))
+        if not len(t_ns):
+            return nothing
         if self._t0_ns is None:
             self._t0_ns = int(t_ns[0])
         t = (t_ns - self._t0_ns) * 1e-9
-        x = coord - self._datum_track(force, coord)
+        x = coord - datum
         tt, ff, xx = (np.concatenate((a, b)) for a, b in zip(self._tail, (t, force, x)))
+        warm_up_end = 0                      # index in tt of the last sample the half window waited for
         if self._half_window is None:
             if len(tt) < _PERIOD_SAMPLES:
                 self._tail = (tt, ff, xx)
-                return
+                return nothing
             period = float(np.median(np.diff(tt[:_PERIOD_SAMPLES])))
             self._half_window = half_window_samples(self.params['differentiator_half_window'], period)
+            warm_up_end = _PERIOD_SAMPLES - 1
         m = self._half_window
         xd, xdd = local_derivatives(tt, xx, m, second=self.model.uses_acceleration)
         centre = slice(m, len(tt) - m)
         self._tail = tuple(a[max(len(tt) - 2 * m, 0):] for a in (tt, ff, xx))
         if len(xd) == 0:
-            return
+            return nothing
         tc, fc, xc = tt[centre], ff[centre], xx[centre]
+        newest = np.maximum(np.arange(2 * m, len(tt)), warm_up_end) - (len(tt) - len(t_ns))
         contact = (fc >= self.threshold) & np.isfinite(xc)
         self.counts['out_of_contact'] += int((~contact).sum())
         samples = ContactSamples.make(tc[contact], fc[contact], xc[contact], xd[contact],
                                       None if xdd is None else xdd[contact])
         self.counts['samples_dropped_nonfinite'] += samples.dropped
         self.counts['samples_used'] += len(samples)
-        self.last_stamp_ns = self._t0_ns + int(round(tc[-1] * 1e9))
+        self.last_stamp_ns = _absolute_ns(self._t0_ns, tc[-1])
+        kept = np.searchsorted(tc, samples.t)          # the centres make() kept (times increase strictly)
+        return _Ingested(t_ns, datum, samples, newest[kept])
+
+    def _update(self, samples: ContactSamples) -> None:
         for est in self.estimators.values():
             est.update(samples)
 
     def _datum_track(self, force: np.ndarray, coord: np.ndarray) -> np.ndarray:
-        """Datum per sample (NaN before onset in 'onset' mode)."""
+        """Datum per sample (NaN out of contact in 'onset' mode: before onset and from a loss on).
+
+        'onset' mode: the datum is the coordinate at the first sample with F_n >= max(onset_force,
+        contact_force_threshold), kept until a sample with F_n < contact_force_threshold.
+        """
         if self.params['datum_mode'] == 'fixed':
             return np.full(len(coord), self._fixed_datum)
         out = np.full(len(coord), np.nan)
+        onset = max(self.onset_force, self.threshold)      # an onset below the threshold is lost at once
         pos = 0
         while pos < len(coord):
             if self._datum is None:
-                hits = np.flatnonzero(force[pos:] >= self.onset_force)
+                hits = np.flatnonzero(force[pos:] >= onset)
                 if not len(hits):
                     break
                 pos += int(hits[0])
@@ -267,12 +431,15 @@ class ContactPipeline:
 
     def stamp_ns(self, est: ContactEstimate) -> int:
         """Absolute stamp (ns) of an estimate's newest sample (estimators keep time relative to t0)."""
-        return 0 if self._t0_ns is None else self._t0_ns + int(round(est.stamp * 1e9))
+        return _absolute_ns(self._t0_ns, est.stamp)
 
     @property
     def datum(self) -> float:
         """Current contact datum in the input's own units (joint position or p . n)."""
-        d = self._fixed_datum if self.params['datum_mode'] == 'fixed' else self._datum
+        return self._datum_value(self._fixed_datum if self.params['datum_mode'] == 'fixed' else self._datum)
+
+    def _datum_value(self, d: float | None) -> float:
+        """A datum of the coordinate c in the input's own units (0 when there is none)."""
         return 0.0 if d is None else float(self._coord_sign * d)
 
     def status(self) -> dict:
@@ -283,6 +450,29 @@ class ContactPipeline:
         out['displacement.overflowed'] = self.disp_buffer.overflowed
         out.update(self.counts)
         return out
+
+
+def _absolute_ns(t0_ns: int | None, t_s: float) -> int:
+    """Absolute stamp (ns) of a time relative to t0 (0 while there is no t0)."""
+    return 0 if t0_ns is None else t0_ns + int(round(t_s * 1e9))
+
+
+def _delivery_ticks(log_ns: np.ndarray, ticks: np.ndarray) -> np.ndarray:
+    """Index of the tick that delivers each sample: the first tick at or after its log time."""
+    at = np.searchsorted(ticks, log_ns, side='left')
+    if len(at) and at[-1] >= len(ticks):
+        raise ValueError('samples logged after the last tick')
+    return at
+
+
+def _cumulative(tick: np.ndarray, n_ticks: int) -> np.ndarray:
+    """Per tick k, how many of the (tick-sorted) items have tick <= k."""
+    return np.searchsorted(tick, np.arange(n_ticks), side='right')
+
+
+def _largest_block(tick: np.ndarray, n_ticks: int) -> int:
+    """The most samples one tick delivers."""
+    return int(np.bincount(tick, minlength=n_ticks).max()) if len(tick) else 0
 
 
 def _indices(segments: list[Segment]) -> np.ndarray:

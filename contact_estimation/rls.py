@@ -10,15 +10,17 @@ With R_min = 0 this is exactly the matrix-inversion-lemma RLS of the thesis (P =
 R_min = I / max_covariance bounds P, so directions without excitation cannot wind up (padasip #5,
 spec §2.1): they relax towards the prior instead. Both recursions are linear, so a block of samples is
 processed with ``scipy.signal.lfilter`` and a batched solve, giving the sample-by-sample result at
-vectorised cost. Regressors are scaled (phi / scales) so that P0 = a I is meaningful.
+vectorised cost; ``update_and_report`` turns those per-sample states into the estimates after any
+prefixes of the block. Regressors are scaled (phi / scales) so that P0 = a I is meaningful.
 """
 from __future__ import annotations
 
 import numpy as np
 from scipy.signal import lfilter
 
-from .estimate import ContactEstimate, failure, project, quality_from_information, verdict
+from .estimate import ContactEstimate, failure, project, quality_batch, verdict
 from .models import KELVIN_VOIGT, ContactModel
+from .reporting import at_counts, check_counts
 from .samples import ContactSamples
 
 
@@ -64,9 +66,33 @@ class RecursiveLeastSquares:
         self.history_theta: list[np.ndarray] = []
 
     def update(self, samples: ContactSamples) -> None:
+        if len(samples):
+            self._commit(samples, *self._filter(samples))
+
+    def update_and_report(self, samples: ContactSamples, counts: np.ndarray) -> list[ContactEstimate]:
+        """Process the block; return the estimate after its first counts[j] samples, for each j."""
+        counts = check_counts(counts, len(samples))
+        if not len(samples):
+            return [self.estimate()] * len(counts)
+        R, r, w, theta, s = self._filter(samples)
+        # state after the first c samples of the block, c = 0..n (row 0: the state before the block)
+        R_c = np.concatenate((self._R[None], R))
+        theta_c = np.concatenate((self._theta[None], theta))
+        s_c = np.concatenate(([self._s], s))
+        w_c = np.concatenate(([self._w], w))
+        n_c = self._n + np.arange(len(samples) + 1)
+        t_c = np.concatenate(([self._t], samples.t))
+        self._commit(samples, R, r, w, theta, s)
+        return at_counts(counts,
+                         lambda c: self._estimates(R_c[c], theta_c[c], s_c[c], w_c[c], n_c[c], t_c[c]))
+
+    def _filter(self, samples: ContactSamples) -> tuple[np.ndarray, ...]:
+        """Per-sample R[n] (n, p, p), r[n], w[n], theta[n] and s[n] of the block, from the current state.
+
+        w[n] = lam w[n-1] + 1 counts samples, s[n] = lam s[n-1] + e[n]^2 sums the a-priori residuals
+        e[n] = F[n] - phi[n]^T theta[n-1].
+        """
         n = len(samples)
-        if n == 0:
-            return
         phi = self.model.regressor(samples.x, samples.xd, samples.xdd) / self.scales
         y = samples.force
         p = self.model.size
@@ -87,9 +113,13 @@ class RecursiveLeastSquares:
         prior = np.vstack([self._theta[None, :], theta[:-1]])
         e = y - np.einsum('ni,ni->n', phi, prior)
         s = lfilter([1.0], [1.0, -lam], e * e, zi=[lam * self._s])[0]
+        return R, r, w, theta, s
+
+    def _commit(self, samples: ContactSamples, R, r, w, theta, s) -> None:
+        """Take the state after the block's last sample."""
         self._R, self._r, self._theta = R[-1], r[-1], theta[-1]
         self._s, self._w = float(s[-1]), float(w[-1])
-        self._n += n
+        self._n += len(samples)
         self._t = float(samples.t[-1])
         self._cached = None
         if self.record:
@@ -108,16 +138,28 @@ class RecursiveLeastSquares:
         return self._cached
 
     def _estimate(self) -> ContactEstimate:
-        if self._n == 0:
-            return failure(self.name, self.model, 'no samples yet')
-        sigma2 = self._s / max(self._w - self.model.size, 1.0)
-        q = quality_from_information(self._R, self._w, sigma2, self.scales, self.min_exc)
-        raw = self._theta / self.scales
-        values, active = project(raw, self.model.names, self.bounds)
-        valid, reason = verdict(self.model.names, values, q, self._n, self.min_samples, self.max_condition)
-        return ContactEstimate(
-            algorithm=self.name, model=self.model.name, names=self.model.names, values=values,
-            covariance=q.covariance, valid=valid, reason=reason, residual_rms=float(np.sqrt(self._s / max(self._w, 1e-12))),
-            condition_number=q.condition_number, excitation=q.excitation, identifiable=q.identifiable,
-            bounds_active=active, samples_used=int(round(self._w)), stamp=self._t,
-            extras={'forgetting_factor': self.lam, 'samples_total': self._n})
+        return self._estimates(self._R[None], self._theta[None], np.array([self._s]), np.array([self._w]),
+                               np.array([self._n]), np.array([self._t]))[0]
+
+    def _estimates(self, R: np.ndarray, theta: np.ndarray, s: np.ndarray, w: np.ndarray, n: np.ndarray,
+                   t: np.ndarray) -> list[ContactEstimate]:
+        """Estimates of K states: information R (K, p, p), theta (K, p), residual sum s, weight w, samples
+        n, newest time t; sigma^2 = s / max(w - p, 1), residual_rms = sqrt(s / w)."""
+        live = np.flatnonzero(n > 0)
+        p = self.model.size
+        sigma2 = s[live] / np.maximum(w[live] - p, 1.0)
+        qualities = quality_batch(R[live], w[live], sigma2, self.scales, self.min_exc)
+        raw = theta[live] / self.scales
+        rms = np.sqrt(s[live] / np.maximum(w[live], 1e-12))
+        out = [failure(self.name, self.model, 'no samples yet')] * len(n)
+        for k, q, raw_k, rms_k, w_k, n_k, t_k in zip(live.tolist(), qualities, raw, rms.tolist(),
+                                                     w[live].tolist(), n[live].tolist(), t[live].tolist()):
+            values, active = project(raw_k, self.model.names, self.bounds)
+            valid, reason = verdict(self.model.names, values, q, n_k, self.min_samples, self.max_condition)
+            out[k] = ContactEstimate(
+                algorithm=self.name, model=self.model.name, names=self.model.names, values=values,
+                covariance=q.covariance, valid=valid, reason=reason, residual_rms=rms_k,
+                condition_number=q.condition_number, excitation=q.excitation, identifiable=q.identifiable,
+                bounds_active=active, samples_used=int(round(w_k)), stamp=t_k,
+                extras={'forgetting_factor': self.lam, 'samples_total': n_k})
+        return out
