@@ -106,7 +106,8 @@ def make_spd_batch(cov: np.ndarray, floor: float = 1e-300) -> np.ndarray:
         w, v = np.linalg.eigh(cov[fix])
         top = np.maximum(w.max(axis=1), floor)
         w = np.maximum(w, np.maximum(floor, top * 1e-15)[:, None])
-        cov[fix] = (v * w[:, None, :]) @ v.swapaxes(1, 2)
+        fixed = (v * w[:, None, :]) @ v.swapaxes(1, 2)
+        cov[fix] = 0.5 * (fixed + fixed.swapaxes(1, 2))      # symmetric to the last bit again
     return cov
 
 
@@ -130,6 +131,7 @@ class Quality:
     excitation: np.ndarray        # SI regressor units
     condition_number: float
     identifiable: tuple[bool, ...]
+    regressor_rms: np.ndarray | None = None   # SI regressor units, RMS over the (weighted) samples
 
 
 def quality_from_information(info_scaled: np.ndarray, n_eff: float, sigma2: float, scales: np.ndarray,
@@ -149,6 +151,7 @@ def quality_batch(info_scaled: np.ndarray, n_eff: np.ndarray, sigma2: np.ndarray
 
         covariance (SI) = make_spd(sigma2 A^-1 / (scales scales^T))
         excitation_j    = scales_j / sqrt(n_eff (A^-1)_jj),   identifiable_j: excitation_j >= min_excitation_j
+        regressor_rms_j = scales_j sqrt(A_jj / n_eff)
         condition       = ||C||_1 ||C^-1||_1,  C = D^-1 A_S D^-1,  D = diag(A_S)^1/2
 
     where A_S is A restricted to the identifiable parameters S (all of them when S is empty): an
@@ -165,8 +168,9 @@ def quality_batch(info_scaled: np.ndarray, n_eff: np.ndarray, sigma2: np.ndarray
     identifiable = excitation >= min_excitation
     cond = _condition_numbers(ridged, inv, identifiable)
     cov = make_spd_batch(np.asarray(sigma2, dtype=np.float64)[:, None, None] * inv / np.outer(scales, scales))
-    return [Quality(covariance=c, excitation=e, condition_number=k, identifiable=tuple(i))
-            for c, e, k, i in zip(cov, excitation, cond.tolist(), identifiable.tolist())]
+    rms = scales * np.sqrt(np.diagonal(info, axis1=1, axis2=2).clip(0) / np.maximum(n_eff, 1e-12)[:, None])
+    return [Quality(covariance=c, excitation=e, condition_number=k, identifiable=tuple(i), regressor_rms=r)
+            for c, e, k, i, r in zip(cov, excitation, cond.tolist(), identifiable.tolist(), rms)]
 
 
 def _condition_numbers(ridged: np.ndarray, inv: np.ndarray, identifiable: np.ndarray) -> np.ndarray:
@@ -196,11 +200,19 @@ def _correlation_condition(block: np.ndarray, block_inv: np.ndarray) -> np.ndarr
     return corr.sum(axis=1).max(axis=1) * corr_inv.sum(axis=1).max(axis=1)
 
 
-def verdict(names: tuple[str, ...], values: np.ndarray, quality: Quality, samples: float, min_samples: float,
-            max_condition: float) -> tuple[bool, str]:
-    """The shared validity rule: enough samples, positive stiffness, stiffness excited, well conditioned.
+#: largest share of the RMS force an unidentifiable parameter may carry in a valid estimate
+MAX_UNEXCITED_SHARE = 0.05
 
-    Damping that is not identifiable does not invalidate the stiffness; it is reported separately.
+
+def verdict(names: tuple[str, ...], values: np.ndarray, quality: Quality, samples: float, min_samples: float,
+            max_condition: float, force_rms: float | None = None) -> tuple[bool, str]:
+    """The shared validity rule: enough samples, stiffness excited and significantly positive
+    (k > 3 sigma_k), well conditioned.
+
+    Damping that is not identifiable does not invalidate the stiffness (it is reported separately),
+    unless it carries more than ``MAX_UNEXCITED_SHARE`` of the force (|theta_j| rms(phi_j) > share
+    rms(F), with ``force_rms`` given): then an unexcited regressor is fitting drift or model mismatch
+    (spec S6, a creeping plateau) and the stiffness cannot be trusted either.
     """
     if samples < min_samples:
         return False, f'warming up: {samples:.0f} of {min_samples:.0f} samples'
@@ -211,8 +223,17 @@ def verdict(names: tuple[str, ...], values: np.ndarray, quality: Quality, sample
         return False, 'stiffness not excited (no deformation)'
     if k <= 0:
         return False, f'non-physical stiffness {k:.4g} N/m'
+    sigma_k = math.sqrt(max(float(quality.covariance[names.index('stiffness'), names.index('stiffness')]), 0.0))
+    if k <= 3.0 * sigma_k:
+        return False, f'stiffness {k:.4g} N/m not significantly above zero (sigma {sigma_k:.3g} N/m)'
     if not quality.condition_number <= max_condition:
         return False, f'ill-conditioned regressor (condition {quality.condition_number:.3g})'
+    if force_rms and quality.regressor_rms is not None:
+        for j, name in enumerate(names):
+            share = abs(float(values[j])) * float(quality.regressor_rms[j]) / force_rms
+            if not quality.identifiable[j] and share > MAX_UNEXCITED_SHARE:
+                return False, (f'{name} is not identifiable yet carries {share:.0%} of the force '
+                               '(drift or model mismatch): estimate not trusted')
     if 'damping' in names and not quality.identifiable[names.index('damping')]:
         return True, 'ok; damping not identifiable (no deformation-rate excitation)'
     return True, 'ok'

@@ -46,7 +46,8 @@ class GlobalLeastSquares:
             theta, active = np.linalg.lstsq(phi, y, rcond=None)[0], (False,) * p
         resid = y - phi @ theta
         ss_tot = float(((y - y.mean()) ** 2).sum())
-        return self.finish(theta, active, phi.T @ phi, float(resid @ resid), ss_tot, n, stamp)
+        return self._finish_batch(theta[None], [active], (phi.T @ phi)[None], np.array([float(resid @ resid)]),
+                                  np.array([ss_tot]), np.array([n]), np.array([stamp]), np.array([float(y @ y)]))[0]
 
     def fit_normal(self, info: np.ndarray, rhs: np.ndarray, yy: float, ysum: float, n: int,
                    stamp: float) -> ContactEstimate:
@@ -80,27 +81,24 @@ class GlobalLeastSquares:
         rss = np.maximum(yy - 2.0 * np.einsum('ki,ki->k', theta, rhs)
                          + np.einsum('ki,kij,kj->k', theta, info, theta), 0.0)
         ss_tot = np.maximum(yy - ysum * ysum / n, 0.0)
-        for k, est in zip(ok.tolist(), self._finish_batch(theta, active, info, rss, ss_tot, n, stamp)):
+        for k, est in zip(ok.tolist(), self._finish_batch(theta, active, info, rss, ss_tot, n, stamp, yy)):
             out[k] = est
         return out
 
-    def finish(self, theta: np.ndarray, active: tuple, info: np.ndarray, rss: float, ss_tot: float, n: int,
-               stamp: float) -> ContactEstimate:
-        return self._finish_batch(theta[None], [active], np.asarray(info)[None], np.array([rss]),
-                                  np.array([ss_tot]), np.array([n]), np.array([stamp]))[0]
-
     def _finish_batch(self, theta: np.ndarray, active: list, info: np.ndarray, rss: np.ndarray,
-                      ss_tot: np.ndarray, n: np.ndarray, stamp: np.ndarray) -> list[ContactEstimate]:
-        """Estimates of K fits: sigma^2 = RSS / (N - p), rms = sqrt(RSS / N), R^2 = 1 - RSS / SS_tot."""
+                      ss_tot: np.ndarray, n: np.ndarray, stamp: np.ndarray, yy: np.ndarray) -> list[ContactEstimate]:
+        """Estimates of K fits: sigma^2 = RSS / (N - p), rms = sqrt(RSS / N), R^2 = 1 - RSS / SS_tot;
+        rms(F) = sqrt(F^T F / N) for the verdict's unexcited-share rule."""
         p = self.model.size
         qualities = quality_batch(info, n, rss / (n - p), self.scales, self.min_exc)
         values = theta / self.scales
         rms = np.sqrt(rss / n)
         r2 = 1.0 - np.divide(rss, ss_tot, out=np.ones_like(rss), where=ss_tot > 0)
         out = []
-        for q, v, a, rms_k, n_k, t_k, r2_k in zip(qualities, values, active, rms.tolist(), n.tolist(),
-                                                   stamp.tolist(), r2.tolist()):
-            valid, reason = verdict(self.model.names, v, q, n_k, self.min_samples, self.max_condition)
+        force_rms = np.sqrt(np.maximum(yy, 0.0) / n)
+        for q, v, a, rms_k, n_k, t_k, r2_k, f_k in zip(qualities, values, active, rms.tolist(), n.tolist(),
+                                                        stamp.tolist(), r2.tolist(), force_rms.tolist()):
+            valid, reason = verdict(self.model.names, v, q, n_k, self.min_samples, self.max_condition, f_k)
             out.append(ContactEstimate(
                 algorithm=self.name, model=self.model.name, names=self.model.names, values=v,
                 covariance=q.covariance, valid=valid, reason=reason, residual_rms=rms_k,

@@ -33,13 +33,8 @@ def records(draw):
     return samples, draw(st.integers(0, max(len(samples), 0)))
 
 
-#: open bugs outside this file's scope (rls.py, gls.py, estimate.py): a regressor entry whose square overflows
-#: (e.g. xd = 1e300) gives NaN values or a NaN condition number, and tiny regressors (x ~ 1e-300) an infinite
-#: GLS damping. Strict: remove the marker once fixed.
-KNOWN_BUG = pytest.mark.xfail(strict=True, reason='RLS/GLS do not guard regressors whose products overflow')
-CASES = [pytest.param(n, KELVIN_VOIGT, id=n, marks=[KNOWN_BUG] if n in ('rls', 'ils') else [])
-         for n in ALGORITHMS]
-CASES += [pytest.param('rls', KELVIN_VOIGT_MASS, id='rls-mass', marks=[KNOWN_BUG]),
+CASES = [pytest.param(n, KELVIN_VOIGT, id=n) for n in ALGORITHMS]
+CASES += [pytest.param('rls', KELVIN_VOIGT_MASS, id='rls-mass'),
           pytest.param('kalman', KELVIN_VOIGT_MASS, id='kalman-mass')]
 
 

@@ -108,7 +108,9 @@ def test_s2_noisy_variant_and_bias():
     biased = sc.s2_staircase('pl_half_sphere', 100.0, x_bias=0.2e-3)
     k = per_level(biased, GlobalLeastSquares)
     x_level = biased.level_loads / biased.ideal_secant
-    np.testing.assert_allclose(k / biased.ideal_secant, x_level / (x_level + 0.2e-3), rtol=1e-6)
+    # (1e-4: GLS fixes the unidentifiable damping at 0, so the e^-10 transition tail left in each settled
+    # window shows at the 1e-5 level instead of being absorbed by a spurious damping)
+    np.testing.assert_allclose(k / biased.ideal_secant, x_level / (x_level + 0.2e-3), rtol=1e-4)
 
 
 def test_s2_argument_errors():
@@ -141,7 +143,8 @@ def test_s4_initial_guess_sweep():
       unscaled, no floor (thesis RLS), 500 Hz (1000 samples): 3.7e-7 ... 2.2e-4 @1e9, 2.2e-3 @1e10,
                                                  2.2e-2 @1e11, 0.22 @1e12
       scaled, no floor, 500 Hz:                  <= 3e-7 for every k0
-      project RLS (scaled, floor 1/max_covariance), 500 Hz: 1.3e-3 @1e10, 1.3e-2 @1e11, 0.13 @1e12
+      project RLS (scaled, floor 1/max_covariance anchored at zero), 500 Hz: <= 1e-7 for every k0
+      (with the floor anchored at k0, as first written, it was 1.3e-3 @1e10, 1.3e-2 @1e11, 0.13 @1e12)
     Thesis: < 0.5 % up to 1e10, 4.5 % at 1e11, 45 % at 1e12.
     """
     s100 = sc.s4_initial_guess_sweep('pl_half_sphere', 100.0)
@@ -161,9 +164,9 @@ def test_s4_initial_guess_sweep():
     # column scaling removes the sensitivity (same windows, no floor)
     scaled = sweep(s500, max_covariance=np.inf)
     assert np.all(scaled < 1e-5)
-    # the default covariance floor pulls towards k0 in steady state: bias ~ R_min (1 - lam) / phi_s^2 * k0 / k
+    # the default covariance floor is anchored at zero: no lasting pull towards k0 either
     floored = sweep(s500)
-    assert floored[-1] > 10 * scaled[-1]
+    assert np.all(floored < 1e-5)
 
 
 # ------------------------------------------------------------------------------------------ S5
@@ -179,8 +182,11 @@ def test_s5_damping_interval_contains_truth_or_flagged(rate):
             i0 = s.extras['onset_index']
             for window_s in (0.05, 0.1, 0.5):
                 est = GlobalLeastSquares(min_samples=3).fit(s.samples((i0, i0 + int(round(window_s * rate)))))
-                assert est.valid and abs(est.stiffness / 2e6 - 1) < 0.05
                 identifiable = est.is_identifiable('damping')
+                if est.valid:
+                    assert abs(est.stiffness / 2e6 - 1) < 0.05
+                else:       # unexcited damping that still carries force: the whole estimate is distrusted
+                    assert not identifiable and 'carries' in est.reason, est.reason
                 contains = abs(est.damping - b) <= 3 * est.std('damping')
                 assert contains or not identifiable, (b, speed, window_s)
                 outcomes.append(identifiable)
@@ -232,8 +238,11 @@ def test_s6_creep_ordering_and_s7_truth():
     r = rls()
     r.update(window)
     assert r.estimate().stiffness < k_gls < s.ideal_secant[2]          # {RLS} < {GLS} under creep
-    # with the exact (constant) creep rate as xd, the damping column acts as an intercept: k collapses
-    assert GlobalLeastSquares().fit(clean.samples((a, b))).stiffness < 0.01 * clean.ideal_secant[2]
+    # with the exact (constant) creep rate as xd, the damping column acts as an intercept: k collapses,
+    # and the verdict refuses it (unidentifiable damping carrying the force), instead of calling it valid
+    collapsed = GlobalLeastSquares().fit(clean.samples((a, b)))
+    assert collapsed.stiffness < 0.01 * clean.ideal_secant[2]
+    assert not collapsed.valid and 'damping is not identifiable yet carries' in collapsed.reason
     s7 = sc.s7_zero_damping()
     assert s7.name == 'S7' and s7.truth['damping'] == 0.0
 
