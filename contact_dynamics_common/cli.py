@@ -1,8 +1,10 @@
 """contact-dynamics: the project's command line (offline tools; live nodes have their own executables).
 
   contact-dynamics simulate contact-1dof --out BAG [...]     write a simulated experiment with ground truth
+  contact-dynamics simulate scenario S2 --out BAG [...]      write a spec scenario (S1, S2, S5-S9) as a bag
   contact-dynamics run-bag BAG --config PARAMS.yaml [--out OUTBAG] [--report DIR]
                                                             run the configured estimators over a bag offline
+  contact-dynamics contact-compare BAG [--report DIR]       all nine single-point estimators, thesis-style report
   contact-dynamics play BAG [--rate R] [--clock-hz H]         publish a bag over DDS at recorded speed
   contact-dynamics info BAG                                   topics, counts, duration and metadata of a bag
   contact-dynamics demo [--workdir DIR]                       simulate, estimate offline, compare with the truth
@@ -154,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest='command', required=True)
     sim = sub.add_parser('simulate', help='write a simulated experiment bag with its ground truth')
-    sim.add_argument('scenario', choices=['contact-1dof'])
+    sim.add_argument('scenario', choices=['contact-1dof', 'scenario'],
+                     help="contact-1dof: the KV multisine experiment; scenario S1..S9: a spec scenario")
     rb = sub.add_parser('run-bag', help='run the configured estimators over a bag offline')
     rb.add_argument('bag')
     rb.add_argument('--config', required=True, help='ROS 2 params file (node sections, e.g. contact_estimator)')
@@ -162,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     rb.add_argument('--report', help='directory for summary.yaml and PNG plots')
     rb.add_argument('--quiet', action='store_true', help='no progress bar')
     sub.add_parser('play', help='publish a bag over DDS at recorded speed (see play --help)', add_help=False)
+    sub.add_parser('contact-compare', help='run all nine single-point estimators on a bag and write the '
+                   'comparison report (see contact-compare --help)', add_help=False)
     info = sub.add_parser('info', help='describe a bag')
     info.add_argument('bag')
     demo = sub.add_parser('demo', help='simulate a contact, estimate it offline, print estimates vs truth')
@@ -170,16 +175,25 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ['play']:
         from .play import main as play_main
         return play_main(argv[1:])
-    if argv[:1] == ['simulate'] and len(argv) > 1 and argv[1] == 'contact-1dof':
+    if argv[:1] == ['contact-compare']:
+        from contact_estimation.compare import main as compare_main
+        return _guarded('contact-compare', compare_main, argv[1:])
+    if argv[:1] == ['simulate'] and len(argv) > 1 and argv[1] in ('contact-1dof', 'scenario'):
         from contact_estimation.simulate import main as sim_main
-        return sim_main(argv[2:])
+        return sim_main(argv[2:] if argv[1] == 'contact-1dof' else argv[1:])
     args = parser.parse_args(argv)
+    command = {'run-bag': _cmd_run_bag, 'info': _cmd_info, 'demo': _cmd_demo}[args.command]
+    return _guarded(args.command, command, args)
+
+
+def _guarded(name: str, command, args) -> int:
+    """Run a command; a user error (bad config, bag, path) is one line on stderr and exit code 2."""
     from .bag import BagError
     from .replay import ReplayError
     try:
-        return {'run-bag': _cmd_run_bag, 'info': _cmd_info, 'demo': _cmd_demo}[args.command](args)
+        return command(args)
     except (ConfigError, ReplayError, BagError, FileNotFoundError, FileExistsError) as exc:
-        print(f'contact-dynamics {args.command}: error: {exc}', file=sys.stderr)
+        print(f'contact-dynamics {name}: error: {exc}', file=sys.stderr)
         return 2
 
 

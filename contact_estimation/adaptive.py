@@ -165,11 +165,18 @@ class IndirectAdaptive:
         elif not self.normalised and self._max_gain >= 2.0:
             valid, reason = False, (f'unstable Euler step: dt phi^T Gamma phi reached {self._max_gain:.3g} '
                                     '>= 2; lower the gain or use normalised=True')
+        elif valid and abs(lag[0]) > max(MAX_LAG * abs(theta_ls[0] / self.scales[0]), 3.0 * q.covariance[0, 0] ** 0.5):
+            valid, reason = False, (f'not converged: stiffness lags the least-squares solution of the same data '
+                                    f'by {lag[0]:.4g} N/m (raise the gain)')
         return ContactEstimate(
             algorithm=self.name, model=self.model.name, names=self.model.names, values=values,
             covariance=cov, valid=valid, reason=reason, residual_rms=float(np.sqrt(rss_ia / self._n)),
             condition_number=q.condition_number, excitation=q.excitation, identifiable=q.identifiable,
             bounds_active=active, samples_used=self._n, stamp=stamp, extras=extras)
+
+
+#: largest relative stiffness lag behind the least-squares solution of the same data for a valid estimate
+MAX_LAG = 0.05
 
 
 def _rss(theta_s: np.ndarray, info: np.ndarray, rhs: np.ndarray, yy: float) -> float:

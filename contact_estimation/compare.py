@@ -234,3 +234,56 @@ def _plots(cmp: Comparison, samples: ContactSamples, out: Path, options: dict) -
     fig.savefig(paths[-1], dpi=110)
     plt.close(fig)
     return paths
+
+
+# ------------------------------------------------------------------------------------------------ command
+def main(argv: list[str] | None = None) -> int:
+    """contact-dynamics contact-compare BAG [--config PARAMS.yaml] [--report DIR] [--segment ...]"""
+    import argparse
+
+    from contact_dynamics_common.bag import BagReader
+    from contact_dynamics_common.params import load_params_file, validate_all
+
+    from .config import NODE_NAME, PARAMS
+    from .offline import OfflineContactEstimator
+    from .pipeline import estimator_options
+
+    ap = argparse.ArgumentParser(prog='contact-dynamics contact-compare', description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('bag')
+    ap.add_argument('--config', help='params file with a contact_estimator section (topics, joint, datum, '
+                    'estimator options); default: the package config')
+    ap.add_argument('--report', default='contact_compare', help='output directory (default: ./contact_compare)')
+    ap.add_argument('--segment', choices=('auto', 'plateaus', 'whole'), default='auto',
+                    help='one window per load plateau, the whole record, or plateaus when there are >= 2')
+    ap.add_argument('--algorithms', nargs='+', choices=list(ALGORITHMS), default=list(ALGORITHMS))
+    args = ap.parse_args(argv)
+    if args.config is None:
+        from contact_dynamics_common.cli import config_dir
+        args.config = str(config_dir() / 'contact_estimator.yaml')
+    raw = {k: v for k, v in load_params_file(args.config, NODE_NAME).items() if k != 'use_sim_time'}
+    params = validate_all(PARAMS, raw)
+    node = OfflineContactEstimator(params)
+    bag = BagReader(args.bag)
+    missing = [t for t in node.inputs() if t not in bag.topics]
+    if missing:
+        raise FileNotFoundError(f"{args.bag} has no {', '.join(missing)} (topics: {', '.join(sorted(bag.topics))})")
+    samples = node.contact_samples({t: bag.columns(t) for t in node.inputs()})
+    options = estimator_options(params, node.pipeline.model)
+    options = {n: o for n, o in options.items() if n in args.algorithms}
+    cmp = compare(samples, segmentation=args.segment, names=args.algorithms, options=options)
+    truth = bag.custom_data.get('ground_truth')
+    paths = write_report(cmp, samples, args.report, truth, options)
+    print(f'{args.bag}: {len(samples)} in-contact samples, {len(cmp.windows)} window(s) ({cmp.segmentation})')
+    for i, w in enumerate(cmp.windows):
+        v = cmp.verdicts[i]
+        print(f'window {i + 1} ({w.t0:.2f}-{w.t1:.2f} s, {w.mean_load:.1f} N): consensus k = '
+              f'{v.consensus_stiffness:.6g} N/m; trusted: {", ".join(v.trusted) or "none"}; {v.damping_note}')
+        for n in args.algorithms:
+            e = cmp.results[n][i]
+            print(f'  {n:7s} k = {e.stiffness:12.6g} ± {e.std("stiffness"):9.3g}  b = {e.damping:11.5g} '
+                  f'± {e.std("damping"):9.3g}  {"valid" if e.valid else "NOT valid"}: {e.reason}')
+    for w in cmp.warnings:
+        print(f'warning: {w}')
+    print('report: ' + ', '.join(str(p) for p in paths))
+    return 0

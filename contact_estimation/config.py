@@ -6,7 +6,7 @@ import math
 from contact_dynamics_common.params import ParamSpec
 
 NODE_NAME = 'contact_estimator'
-ALGORITHMS_ONLINE = ('rls', 'gls')
+ALGORITHMS_ONLINE = ('rls', 'ils', 'ia', 'kalman', 'gls')
 
 
 def _unit_vector(v) -> str | None:
@@ -66,7 +66,10 @@ PARAMS: list[ParamSpec] = [
               "'kelvin_voigt_mass' F = k x + b xdot + m xddot (rls only).",
               choices=('kelvin_voigt', 'kelvin_voigt_mass')),
     ParamSpec('algorithms', ['rls', 'gls'], 'Estimators run side by side; one estimate topic each. The first '
-              'is also published on ~/estimate.', choices=ALGORITHMS_ONLINE, check=_algorithms),
+              'is also published on ~/estimate. rls: recursive least squares with forgetting; ils: the same '
+              'without the mass term; ia: indirect adaptive; kalman: Kalman filter with the parameters as '
+              'states; gls: global least squares over a sliding window.', choices=ALGORITHMS_ONLINE,
+              check=_algorithms),
     ParamSpec('publish_rate', 20.0, 'Estimation and publishing rate (timer on the node clock).', low=0.1,
               high=1000.0, unit='Hz'),
     ParamSpec('frame_id', '', 'frame_id of the published estimates; empty = the wrench frame.'),
@@ -94,8 +97,12 @@ PARAMS: list[ParamSpec] = [
               unit='s'),
     ParamSpec('kalman.force_noise', 0.5, 'Kalman measurement noise sigma of the normal force.', low=0.0,
               low_open=True, unit='N'),
-    ParamSpec('kalman.process_noise', 0.0, 'Kalman random-walk process noise, relative to the parameters per '
-              'second (0 = constant parameters, as in the thesis).', low=0.0),
+    ParamSpec('kalman.stiffness_drift', 0.0, 'Kalman random walk of the stiffness, std per sqrt(s) (0 = constant '
+              'parameters, as in the thesis).', low=0.0, unit='N/m/sqrt(s)'),
+    ParamSpec('kalman.damping_drift', 0.0, 'Kalman random walk of the damping, std per sqrt(s).', low=0.0,
+              unit='N*s/m/sqrt(s)'),
     ParamSpec('ia.gain', [2e9, 2.5e3], 'Indirect adaptive gain Gamma = diag(stiffness, damping) (thesis values).',
               length=2, low=0.0, low_open=True),
+    ParamSpec('ia.normalised', True, 'Normalise the indirect adaptive step by 1 + dt phi^T Gamma phi, stable for '
+              'any gain; false is the thesis law, which diverges when dt Gamma x^2 > 2 (soft, fast contacts).'),
 ]

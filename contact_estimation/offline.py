@@ -8,6 +8,7 @@ from contact_dynamics_common.replay import resolve_topic
 from .config import NODE_NAME
 from .messages import MSG_TYPE, publications
 from .pipeline import ContactPipeline, Stream, TickReport
+from .samples import ContactSamples
 
 WRENCH = 'geometry_msgs/msg/WrenchStamped'
 JOINT_STATE = 'sensor_msgs/msg/JointState'
@@ -47,10 +48,19 @@ class OfflineContactEstimator:
         """The outputs of every tick at once (``ContactPipeline.replay``): the same as pushing the messages
         logged up to each tick and calling ``tick``, on a fresh node."""
         last = int(ticks_ns[-1]) if len(ticks_ns) else np.iinfo(np.int64).min
+        wrench, displacement = self.streams(columns, last)
+        return [self._outputs(r) for r in self.pipeline.replay(wrench, displacement, ticks_ns)]
+
+    def contact_samples(self, columns: dict[str, dict]) -> ContactSamples:
+        """Every in-contact sample of the record as the estimators receive them (for contact-compare)."""
+        return self.pipeline.contact_samples(*self.streams(columns))
+
+    def streams(self, columns: dict[str, dict], last_ns: int | None = None) -> tuple[Stream, Stream]:
+        """The wrench and displacement streams of the bag columns logged up to ``last_ns`` (all: None)."""
         w = columns[self.wrench_topic]
         d = columns[self.disp_topic]
-        nw = int(np.searchsorted(w['log_ns'], last, side='right'))
-        nd = int(np.searchsorted(d['log_ns'], last, side='right'))
+        nw = len(w['log_ns']) if last_ns is None else int(np.searchsorted(w['log_ns'], last_ns, side='right'))
+        nd = len(d['log_ns']) if last_ns is None else int(np.searchsorted(d['log_ns'], last_ns, side='right'))
         if nw:
             self.pipeline.wrench_frame = self.pipeline.wrench_frame or w.get('frame_id', '')
         wrench = Stream(w['log_ns'][:nw], w['stamp_ns'][:nw], w['force'][:nw])
@@ -59,8 +69,7 @@ class OfflineContactEstimator:
             rows = self.pipeline.joint_rows(d['name'], rows) if nd else None
             if rows is None:              # the joint is not in the messages (counted): no displacement at all
                 nd, rows = 0, np.zeros((0, 1))
-        displacement = Stream(d['log_ns'][:nd], d['stamp_ns'][:nd], rows)
-        return [self._outputs(r) for r in self.pipeline.replay(wrench, displacement, ticks_ns)]
+        return wrench, Stream(d['log_ns'][:nd], d['stamp_ns'][:nd], rows)
 
     def _outputs(self, report: TickReport) -> list[tuple[str, str, dict]]:
         return [(self._resolve(topic), MSG_TYPE, fields)

@@ -28,36 +28,53 @@ from typing import NamedTuple
 
 import numpy as np
 
+from contact_dynamics_common.params import ConfigError
 from contact_dynamics_common.ringbuffer import RingBuffer
 from contact_dynamics_common.signal import half_window_samples, local_derivatives
 from contact_dynamics_common.stamps import Segment, StampGate
 
 from .estimate import ContactEstimate
+from .algorithms import ALGORITHMS, make
 from .gls import SlidingWindowGLS
 from .models import get_model
 from .reporting import update_and_report
-from .rls import RecursiveLeastSquares
 from .samples import ContactSamples
 
 #: paired samples used to measure the sample period that fixes the differentiator's half window
 _PERIOD_SAMPLES = 21
 
 
-def build_estimators(params: dict, model) -> dict:
-    """The configured estimators, by name, with the shared options (bounds, validity thresholds)."""
+def estimator_options(params: dict, model) -> dict[str, dict]:
+    """Constructor options of every registry algorithm from the node's parameters (shared with contact-compare)."""
     bounds = {n: (0.0, np.inf) for n in model.names} if params['nonnegative'] else None
     common = dict(bounds=bounds, min_samples=params['min_samples'], max_condition=params['max_condition'],
                   min_excitation={'damping': params['min_excitation_velocity']})
     initial = {'stiffness': params['initial_stiffness'], 'damping': params['initial_damping'],
                'mass': params['initial_mass']}
+    recursive = dict(common, initial=initial)
+    rls = dict(recursive, forgetting=params['rls.forgetting_factor'], initial_covariance=params['initial_covariance'],
+               max_covariance=params['rls.max_covariance'])
+    drift = {'stiffness': params['kalman.stiffness_drift'] ** 2, 'damping': params['kalman.damping_drift'] ** 2}
+    return {
+        'rls': dict(rls, model=model),
+        'ils': dict(rls),
+        'ia': dict(recursive, gain=tuple(params['ia.gain']), normalised=params['ia.normalised']),
+        'kalman': dict(recursive, model=model, initial_covariance=params['initial_covariance'],
+                       measurement_noise=params['kalman.force_noise'] ** 2, process_noise=drift),
+        'gls': dict(common, model=model),
+    }
+
+
+def build_estimators(params: dict, model) -> dict:
+    """The configured online estimators, by name: the recursive ones and a sliding-window GLS."""
+    options = estimator_options(params, model)
     out = {}
     for name in params['algorithms']:
-        if name == 'rls':
-            out[name] = RecursiveLeastSquares(
-                model, forgetting=params['rls.forgetting_factor'], initial_covariance=params['initial_covariance'],
-                initial=initial, max_covariance=params['rls.max_covariance'], **common)
-        elif name == 'gls':
-            out[name] = SlidingWindowGLS(model, window_s=params['gls.window'], **common)
+        if name == 'gls':
+            opts = dict(options['gls'])
+            out[name] = SlidingWindowGLS(opts.pop('model'), window_s=params['gls.window'], **opts)
+        elif name in ALGORITHMS and ALGORITHMS[name].kind == 'recursive':
+            out[name] = make(name, **options[name])
         else:
             raise ValueError(f"algorithm '{name}' cannot run online")
     return out
@@ -124,7 +141,10 @@ class ContactPipeline:
         self.disp_buffer = RingBuffer(cap, 1 if self.source == 'joint_state' else 3)
         self.wrench_gate = StampGate(params['time_jump_threshold'])
         self.disp_gate = StampGate(params['time_jump_threshold'])
-        self.estimators = build_estimators(params, self.model)
+        try:
+            self.estimators = build_estimators(params, self.model)
+        except ValueError as exc:       # an option combination the estimators refuse: a configuration error
+            raise ConfigError(f'estimator configuration: {exc}') from None
         self.counts: Counter = Counter()
         self.last_error = ''
         self.wrench_frame = ''
@@ -237,6 +257,21 @@ class ContactPipeline:
         if plan is None:
             return self._replay_stepwise(wrench, displacement, w_tick, d_tick, len(ticks))
         return self._replay_batched(*plan, len(ticks))
+
+    def contact_samples(self, wrench: Stream, displacement: Stream) -> ContactSamples:
+        """Every in-contact sample of a whole record as the estimators would receive them (gates, pairing,
+        datum, differentiation), in one pass and without updating the estimators. After a backward time
+        jump only the part after the last jump is kept (the estimators would have been reset there)."""
+        w_segs = self.wrench_gate.filter(wrench.stamp_ns, np.isfinite(wrench.rows).all(axis=1))
+        d_segs = self.disp_gate.filter(displacement.stamp_ns, np.isfinite(displacement.rows).all(axis=1))
+        if any(s.reset_before for s in w_segs + d_segs):
+            w_idx, d_idx = _split_at_reset(w_segs)[1], _split_at_reset(d_segs)[1]
+            self.counts['resets_time_jump'] += 1
+        else:
+            w_idx, d_idx = _indices(w_segs), _indices(d_segs)
+        block = self._ingest(wrench.stamp_ns[w_idx], wrench.rows[w_idx], displacement.stamp_ns[d_idx],
+                             displacement.rows[d_idx])
+        return block.samples
 
     def _batch_plan(self, wrench: Stream, displacement: Stream, w_tick: np.ndarray, d_tick: np.ndarray,
                     n_ticks: int) -> tuple | None:
