@@ -190,7 +190,7 @@ def test_unknown_joint_name_is_reported(ros_context):
 @pytest.mark.parametrize('override, reason', [
     ('rls.forgetting_factor:=-0.5', "parameter 'rls.forgetting_factor' = -0.5 is outside its range (0, 1]"),
     ('joint_name:=""', "parameter 'joint_name'"),
-    ('algorithms:=[rls,magic]', "parameter 'algorithms' = 'magic' is not one of: rls, gls"),
+    ('algorithms:=[rls,magic]', "parameter 'algorithms' = 'magic' is not one of: rls, ils, ia, kalman, gls"),
     ('force_direction:=[0.0,0.0,2.0]', 'must be a unit vector'),
 ])
 def test_wrong_parameter_stops_the_node_with_the_reason(override, reason):
