@@ -58,7 +58,8 @@ PARAMS: list[ParamSpec] = [
     ParamSpec('time_jump_threshold', 1.0,
               'A stamp this much earlier than the last one (a looped bag, a restarted clock) resets the '
               'estimators; smaller steps back are dropped as out-of-order.', low=0.0, low_open=True, unit='s'),
-    ParamSpec('input_queue_size', 100, 'Depth of the sensor-data QoS input queues.', low=1, high=100000),
+    ParamSpec('input_queue_size', 1000, 'Depth of the sensor-data QoS input queues (1000 = 1 s at 1 kHz).', low=1,
+              high=100000),
     ParamSpec('buffer_capacity', 20000, 'Samples buffered per input between two estimation updates.',
               low=100, high=10000000),
     # --- estimation ---

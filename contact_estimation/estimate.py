@@ -183,6 +183,8 @@ def _condition_numbers(ridged: np.ndarray, inv: np.ndarray, identifiable: np.nda
     whole = identifiable.all(axis=1) | ~identifiable.any(axis=1)
     cond[whole] = _correlation_condition(ridged[whole], inv[whole])
     partial = ~whole
+    if not partial.any():
+        return cond
     for pattern in np.unique(identifiable[partial], axis=0):
         rows = partial & (identifiable == pattern).all(axis=1)
         sub = np.flatnonzero(pattern)
