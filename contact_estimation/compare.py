@@ -170,6 +170,14 @@ def _markdown(cmp: Comparison, truth: dict | None) -> str:
     return '\n'.join(lines)
 
 
+def _save(fig, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def _plots(cmp: Comparison, samples: ContactSamples, out: Path, options: dict) -> list[Path]:
     import matplotlib
     matplotlib.use('Agg')
@@ -191,10 +199,7 @@ def _plots(cmp: Comparison, samples: ContactSamples, out: Path, options: dict) -
     ax.set_title('force-displacement and secant stiffness (last window)')
     ax.legend(fontsize=7, ncol=2)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    paths.append(out / 'force_displacement.png')
-    fig.savefig(paths[-1], dpi=110)
-    plt.close(fig)
+    paths.append(_save(fig, out / 'force_displacement.png'))
     # convergence of the recursive estimators over the whole record
     fig, axes = plt.subplots(2, 1, figsize=(8, 5.5), sharex=True)
     for n in [n for n in names if n in RECURSIVE]:
@@ -211,10 +216,7 @@ def _plots(cmp: Comparison, samples: ContactSamples, out: Path, options: dict) -
     axes[0].legend(fontsize=8)
     axes[0].set_title('recursive estimators over the record')
     axes[1].set_xlabel('time [s]')
-    fig.tight_layout()
-    paths.append(out / 'convergence.png')
-    fig.savefig(paths[-1], dpi=110)
-    plt.close(fig)
+    paths.append(_save(fig, out / 'convergence.png'))
     # stiffness per window with 2-sigma bars
     fig, ax = plt.subplots(figsize=(8, 4))
     loads = np.array([w.mean_load for w in cmp.windows])
@@ -229,10 +231,7 @@ def _plots(cmp: Comparison, samples: ContactSamples, out: Path, options: dict) -
     ax.set_title('stiffness by window (valid estimates, 2-sigma bars)')
     ax.legend(fontsize=7, ncol=3)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    paths.append(out / 'stiffness_by_window.png')
-    fig.savefig(paths[-1], dpi=110)
-    plt.close(fig)
+    paths.append(_save(fig, out / 'stiffness_by_window.png'))
     return paths
 
 

@@ -97,6 +97,14 @@ def _grid(duration_s: float, rate_hz: float) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------------- S1
+def multisine(t: np.ndarray, offset: float, amplitude: float, frequencies) -> tuple[np.ndarray, ...]:
+    """x = offset + A sum_j sin(2 pi f_j t) and its analytic first and second derivatives (m, m/s, m/s^2)."""
+    w = 2 * np.pi * np.asarray(frequencies, dtype=np.float64)
+    ph = np.outer(t, w)
+    return (offset + amplitude * np.sin(ph).sum(axis=1), amplitude * (w * np.cos(ph)).sum(axis=1),
+            -amplitude * (w ** 2 * np.sin(ph)).sum(axis=1))
+
+
 def s1_kelvin_voigt(rate_hz: float = 1000.0, *, noise: bool = False, mass: float = 0.0,
                     duration_s: float = 20.0, approach_s: float = 0.0, stiffness: float = 4800.0,
                     damping: float = 200.0, sigma_f: float = 0.5, sigma_x: float = 10e-6,
@@ -113,10 +121,7 @@ def s1_kelvin_voigt(rate_hz: float = 1000.0, *, noise: bool = False, mass: float
     t = _grid(duration_s + approach_s, rate_hz)
     tau = t - approach_s
     w = 2 * np.pi * freqs
-    ph = np.outer(np.maximum(tau, 0.0), w)
-    x = x0 + amp * np.sin(ph).sum(axis=1)
-    xd = amp * (w * np.cos(ph)).sum(axis=1)
-    xdd = -amp * (w ** 2 * np.sin(ph)).sum(axis=1)
+    x, xd, xdd = multisine(np.maximum(tau, 0.0), x0, amp, freqs)
     onset = 0
     if approach_s > 0:
         tb = 0.1

@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from .scenarios import multisine
+
 #: bag epoch of simulated experiments (2025-10-09T09:46:40Z); any positive time works
 EPOCH_NS = 1_760_000_000 * 10**9
 
@@ -42,10 +44,7 @@ class KelvinVoigt1Dof:
         if not (self.duration > 0 and self.rate > 0):
             raise ValueError('duration and rate must be > 0')
         t = np.arange(int(round(self.duration * self.rate))) / self.rate
-        w = 2 * np.pi * np.asarray(self.frequencies, dtype=float)[:, None]
-        x = self.offset + self.amplitude * np.sin(w * t).sum(axis=0)
-        xd = self.amplitude * (w * np.cos(w * t)).sum(axis=0)
-        xdd = -self.amplitude * (w * w * np.sin(w * t)).sum(axis=0)
+        x, xd, xdd = multisine(t, self.offset, self.amplitude, self.frequencies)
         if x.min() <= 0:
             raise ValueError(f'motion leaves the contact (min x = {x.min():.4g} m): raise offset')
         return t, x, xd, xdd
