@@ -1,0 +1,3 @@
+"""contact_dynamics_common: the one home of what the three packages share: parameters, ring buffers,
+time-stamp hygiene, signal conditioning, message conversion, rosbag2 MCAP I/O, bag playback, offline
+replay, reports, the ROS node base and the ``contact-dynamics`` command line."""
