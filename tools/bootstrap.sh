@@ -59,6 +59,7 @@ quiet_pip check >/dev/null || { quiet_pip check; exit 1; }
 
 # 3. Interfaces. The wheels' CMake exports hard-code the manylinux build container's include dirs.
 log "building msg/ interfaces into the venv prefix"
+mkdir -p "$ROOT/build"
 PYINC=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 NPINC=$("$VENV/bin/python" -c 'import numpy; print(numpy.get_include())')
 mapfile -t hardcoded < <(grep -l '/opt/python/cp311-cp311' "$VENV"/share/*/cmake/*.cmake 2>/dev/null || true)
