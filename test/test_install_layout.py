@@ -1,0 +1,32 @@
+"""The environment lays the package out as colcon would in the venv prefix, so that `ros2 run` and
+`ros2 launch` on an install that has ros2cli/launch find it; and the console scripts exist."""
+import ast
+import os
+import sys
+from pathlib import Path
+
+PREFIX = Path(sys.prefix)
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_ament_index_share_and_lib_layout():
+    assert (PREFIX / 'share/ament_index/resource_index/packages/contact_dynamics').is_file()
+    share = PREFIX / 'share/contact_dynamics'
+    assert (share / 'package.xml').read_text() == (ROOT / 'package.xml').read_text()
+    assert (share / 'launch/contact_estimation.launch.py').is_file()
+    assert (share / 'config/contact_estimator.yaml').read_text() == (ROOT / 'config/contact_estimator.yaml').read_text()
+    exe = PREFIX / 'lib/contact_dynamics/contact_estimator'
+    assert exe.is_file() and os.access(exe, os.X_OK)
+    assert (share / 'msg/ContactEstimate.msg').is_file() and (share / 'msg/ContactEstimate.json').is_file()
+
+
+def test_console_scripts_are_installed():
+    for name in ('contact-dynamics', 'contact_estimator'):
+        assert os.access(PREFIX / 'bin' / name, os.X_OK), name
+
+
+def test_launch_file_names_the_installed_executable_and_config():
+    tree = ast.parse((ROOT / 'launch/contact_estimation.launch.py').read_text())
+    strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    assert {'contact_dynamics', 'contact_estimator', 'contact_estimator.yaml', 'config'} <= strings
+    assert any(isinstance(n, ast.FunctionDef) and n.name == 'generate_launch_description' for n in ast.walk(tree))
