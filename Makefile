@@ -25,9 +25,10 @@ test: env
 test-fast: env  ## everything but the tests that start ROS nodes
 	$(PY) -m pytest -q -m "not ros" $(PYTEST_ARGS)
 
-bench: env
+bench: env  ## prints figures; starts ROS nodes on loopback for the node benchmark
 	$(PY) bench/bench_run_bag.py
 	$(PY) bench/bench_bag_read.py
+	$(PY) bench/bench_node_1khz.py --algorithms rls ils kalman
 
 config: env  ## regenerate the documented config/*.yaml from the parameter specs
 	$(PY) tools/gen_config.py
