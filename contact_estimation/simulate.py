@@ -38,6 +38,7 @@ class KelvinVoigt1Dof:
     joint_name: str = 'slider'
     wrench_frame: str = 'ft_sensor'
     latency: float = 1e-4
+    start_offset: float = 0.0     # s after the bag epoch at which the record starts
 
     def motion(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """t, x, xdot, xddot (analytic)."""
@@ -58,7 +59,7 @@ class KelvinVoigt1Dof:
         force_meas[:, 2] = force
         force_meas += rng.normal(0.0, self.sigma_force, force_meas.shape)
         q = self.datum + x + rng.normal(0.0, self.sigma_position, len(t))
-        stamps = EPOCH_NS + np.round(t * 1e9).astype(np.int64)
+        stamps = EPOCH_NS + np.round((t + self.start_offset) * 1e9).astype(np.int64)
         return {'t': t, 'x': x, 'xd': xd, 'xdd': xdd, 'force': force, 'force_meas': force_meas, 'q': q,
                 'stamp_ns': stamps}
 

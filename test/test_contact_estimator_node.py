@@ -233,3 +233,34 @@ def test_use_sim_time_with_a_played_bag(tmp_path, ros_context):
     # estimates were published on the bag's clock: their count follows 20 Hz of bag time, not wall time
     n = len(listener.get('/contact_estimator/rls/estimate'))
     assert 40 <= n <= 100, n
+
+
+def test_reset_service_restarts_the_estimators(ros_context):
+    from std_srvs.srv import Trigger
+
+    sim = KelvinVoigt1Dof(duration=3.0, rate=500.0, seed=11)
+    proc = start_node('contact_estimation.node', '--params-file', CONFIG, '-p', 'rls.forgetting_factor:=1.0')
+    listener = Listener(TOPICS)
+    pub_node = Node('test_publisher')
+    client = pub_node.create_client(Trigger, '/contact_estimator/reset')
+    try:
+        _publish(pub_node, sim)
+        assert listener.wait_for(lambda: _final(listener, sim) is not None, timeout=5.0)
+        before = listener.get('/contact_estimator/rls/estimate')[-1].samples_used
+        assert client.wait_for_service(timeout_sec=10.0)
+        future = client.call_async(Trigger.Request())
+        rclpy.spin_until_future_complete(pub_node, future, timeout_sec=10.0)
+        assert future.result() is not None and future.result().success
+        later = KelvinVoigt1Dof(duration=1.0, rate=500.0, seed=12, start_offset=4.0)
+        _publish(pub_node, later)
+        assert listener.wait_for(
+            lambda: listener.get('/contact_estimator/rls/estimate')[-1].header.stamp.sec * 10**9
+            + listener.get('/contact_estimator/rls/estimate')[-1].header.stamp.nanosec
+            > int(later.measurements()['stamp_ns'][-1]) - 60_000_000, timeout=5.0)
+    finally:
+        pub_node.destroy_node()
+        stop(proc)
+        listener.close()
+    after = listener.get('/contact_estimator/rls/estimate')[-1]
+    assert before >= 1400 and after.samples_used < 520, (before, after.samples_used)
+    assert after.valid and abs(after.stiffness / sim.stiffness - 1) < 0.01
