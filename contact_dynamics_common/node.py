@@ -19,6 +19,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy, DurabilityPolicy
@@ -95,12 +96,18 @@ def status(name: str, level: bytes, message: str, values: dict, hardware_id: str
     return DiagnosticStatus(level=level, name=name, message=message, hardware_id=hardware_id, values=kv)
 
 
-class EstimatorNode(Node):
-    """Base of the estimator nodes: validated parameters, reset service, diagnostics timer, cost meter.
+class EstimatorNode(LifecycleNode):
+    """Base of the estimator nodes: a managed (lifecycle) node with validated parameters, a reset
+    service, /diagnostics and an update timer.
 
-    Subclasses call ``super().__init__(name, specs)``, create their subscriptions and publishers, call
-    ``start_timers(rate_hz)`` and implement ``update()`` (estimation + publishing), ``reset_estimation()``
-    and ``diagnostics() -> list[DiagnosticStatus]``.
+    Parameters are declared and validated at construction, so a bad value stops the node with the
+    reason. The lifecycle then follows ros2_control's pattern: ``configure`` builds the estimation
+    (subclass ``configure()``: pipeline, subscriptions, lifecycle publishers), ``activate`` starts
+    consuming and publishing, ``deactivate`` freezes the estimate, ``cleanup`` forgets all samples.
+    With ``autostart`` (default) the node configures and activates itself at start; otherwise a lifecycle
+    manager drives it through ``~/change_state``. /diagnostics and ``~/reset`` work in every state.
+    Subclasses implement ``configure()``, ``update()`` (estimation + publishing), ``reset_estimation()``
+    and ``diagnostics() -> list[DiagnosticStatus]``; their callbacks check ``self.active``.
     """
 
     def __init__(self, name: str, specs: Sequence[ParamSpec], **kwargs):
@@ -110,6 +117,8 @@ class EstimatorNode(Node):
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.cost = CostMeter()
         self.updates = 0
+        self.active = False
+        self._timers_started = False
         self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 1)
         self.create_service(Trigger, '~/reset', self._on_reset)
 
@@ -142,15 +151,50 @@ class EstimatorNode(Node):
         self.params.update(updates)
         return SetParametersResult(successful=True)
 
-    # ------------------------------------------------------------------ timers and services
-    def start_timers(self, rate_hz: float, diagnostics_period_s: float = 1.0) -> None:
-        self.create_timer(1.0 / rate_hz, self._on_timer)
-        self.create_timer(diagnostics_period_s, self._publish_diagnostics)
+    # ------------------------------------------------------------------ lifecycle
+    def autostart(self) -> None:
+        """configure + activate when the ``autostart`` parameter is true; ConfigError if configure fails."""
+        if not self.params.get('autostart', True):
+            self.get_logger().info('waiting for a lifecycle manager (autostart is false)')
+            return
+        if self.trigger_configure() != TransitionCallbackReturn.SUCCESS:
+            raise ConfigError(self._configure_error or 'configure failed')
+        self.trigger_activate()
 
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self._configure_error = ''
+        try:
+            self.configure()
+        except ConfigError as exc:
+            self._configure_error = str(exc)
+            self.get_logger().error(f'configure failed: {exc}')
+            return TransitionCallbackReturn.FAILURE
+        if not self._timers_started:
+            self.create_timer(1.0 / self.params['publish_rate'], self._on_timer)
+            self.create_timer(1.0, self._publish_diagnostics)
+            self._timers_started = True
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self.active = True
+        return super().on_activate(state)
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self.active = False
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        self.active = False
+        self.reset_estimation()
+        return TransitionCallbackReturn.SUCCESS
+
+    # ------------------------------------------------------------------ timers and services
     def now_s(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9
 
     def _on_timer(self) -> None:
+        if not self.active:
+            return
         t0 = time.perf_counter()
         self.update()
         self.cost.add(time.perf_counter() - t0)
@@ -170,6 +214,9 @@ class EstimatorNode(Node):
         self._diag_pub.publish(msg)
 
     # ------------------------------------------------------------------ subclass interface
+    def configure(self) -> None:
+        raise NotImplementedError
+
     def update(self) -> None:
         raise NotImplementedError
 
@@ -209,6 +256,8 @@ def run(factory: Callable[[], Node], args: list[str] | None = None) -> int:
     try:
         try:
             node = factory()
+            if isinstance(node, EstimatorNode):
+                node.autostart()
         except ConfigError as exc:
             print(f'[ERROR] invalid configuration: {exc}', file=sys.stderr, flush=True)
             return 2

@@ -23,6 +23,9 @@ def _algorithms(v) -> str | None:
 
 
 PARAMS: list[ParamSpec] = [
+    # --- node ---
+    ParamSpec('autostart', True, 'Configure and activate the (lifecycle) node at start; false: wait for a '
+              'lifecycle manager (~/change_state).'),
     # --- inputs ---
     ParamSpec('wrench_topic', 'wrench', 'geometry_msgs/WrenchStamped input (compensated: tared, gravity removed).'),
     ParamSpec('displacement_source', 'joint_state',

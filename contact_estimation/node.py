@@ -4,7 +4,8 @@ Subscribes  wrench (geometry_msgs/WrenchStamped) and joint_states (sensor_msgs/J
             (geometry_msgs/PoseStamped), sensor-data QoS.
 Publishes   ~/estimate (primary algorithm) and ~/<algorithm>/estimate (contact_dynamics/ContactEstimate),
             /diagnostics (diagnostic_msgs/DiagnosticArray).
-Services    ~/reset (std_srvs/Trigger).
+Services    ~/reset (std_srvs/Trigger); the lifecycle services (~/change_state, ~/get_state, ...): a managed
+            node that configures and activates itself unless autostart is false.
 Callbacks only copy samples into the pipeline's ring buffers; estimation runs on a timer at publish_rate.
 """
 from __future__ import annotations
@@ -25,26 +26,33 @@ from .pipeline import ContactPipeline
 class ContactEstimatorNode(EstimatorNode):
     def __init__(self, **kwargs):
         super().__init__(NODE_NAME, PARAMS, **kwargs)
-        p = self.params
-        self.pipeline = ContactPipeline(p)
-        qos = sensor_qos(p['input_queue_size'])
+        self.pipeline: ContactPipeline | None = None
         self.rates = {'wrench': RateMeter(), 'displacement': RateMeter()}
-        self.create_subscription(WrenchStamped, p['wrench_topic'], self._on_wrench, qos)
-        if p['displacement_source'] == 'joint_state':
-            self.create_subscription(JointState, p['joint_states_topic'], self._on_joint_state, qos)
-        else:
-            self.create_subscription(PoseStamped, p['pose_topic'], self._on_pose, qos)
-        topics = ['~/estimate'] + [f'~/{a}/estimate' for a in p['algorithms']]
-        self.pubs = {t: self.create_publisher(ContactEstimateMsg, t, output_qos()) for t in topics}
+        self.pubs: dict = {}
         self.latest = []
         self._reported_error = ''
-        self.start_timers(p['publish_rate'])
-        self.get_logger().info(
-            f"estimating {p['model']} with {', '.join(p['algorithms'])} from {self.resolve_topic_name(p['wrench_topic'])}"
-            f" and {p['displacement_source']} at {p['publish_rate']:g} Hz")
 
-    # --- callbacks: copy only ---
+    def configure(self) -> None:
+        """Pipeline (estimators), subscriptions and lifecycle publishers; ConfigError on a bad combination."""
+        p = self.params
+        self.pipeline = ContactPipeline(p)
+        if not self.pubs:
+            qos = sensor_qos(p['input_queue_size'])
+            self.create_subscription(WrenchStamped, p['wrench_topic'], self._on_wrench, qos)
+            if p['displacement_source'] == 'joint_state':
+                self.create_subscription(JointState, p['joint_states_topic'], self._on_joint_state, qos)
+            else:
+                self.create_subscription(PoseStamped, p['pose_topic'], self._on_pose, qos)
+            topics = ['~/estimate'] + [f'~/{a}/estimate' for a in p['algorithms']]
+            self.pubs = {t: self.create_lifecycle_publisher(ContactEstimateMsg, t, output_qos()) for t in topics}
+        self.get_logger().info(
+            f"estimating {p['model']} with {', '.join(p['algorithms'])} from "
+            f"{self.resolve_topic_name(p['wrench_topic'])} and {p['displacement_source']} at {p['publish_rate']:g} Hz")
+
+    # --- callbacks: copy only (nothing while inactive) ---
     def _on_wrench(self, msg: WrenchStamped) -> None:
+        if not self.active:
+            return
         self.rates['wrench'].tick()
         f = msg.wrench.force
         self.pipeline.push_wrench(stamp_to_ns(msg.header.stamp), f.x, f.y, f.z)
@@ -52,10 +60,14 @@ class ContactEstimatorNode(EstimatorNode):
             self.pipeline.wrench_frame = msg.header.frame_id
 
     def _on_joint_state(self, msg: JointState) -> None:
+        if not self.active:
+            return
         self.rates['displacement'].tick()
         self.pipeline.push_joint_state(stamp_to_ns(msg.header.stamp), msg.name, msg.position)
 
     def _on_pose(self, msg: PoseStamped) -> None:
+        if not self.active:
+            return
         self.rates['displacement'].tick()
         q = msg.pose.position
         self.pipeline.push_pose(stamp_to_ns(msg.header.stamp), q.x, q.y, q.z)
@@ -75,9 +87,13 @@ class ContactEstimatorNode(EstimatorNode):
             self.pubs[topic].publish(msgs[key])
 
     def reset_estimation(self) -> None:
-        self.pipeline.reset()
+        if self.pipeline is not None:
+            self.pipeline.reset()
+        self.latest = []
 
     def diagnostics(self):
+        if self.pipeline is None:
+            return [status(f'{self.get_name()}: pipeline', WARN, 'not configured (lifecycle state unconfigured)', {})]
         timeout = self.params['sensor_timeout']
         counts = self.pipeline.status()
         out = []
@@ -103,7 +119,8 @@ class ContactEstimatorNode(EstimatorNode):
         pipeline_values = {k: v for k, v in counts.items() if '.' not in k}
         pipeline_values.update(self.cost.figures())
         pipeline_values['updates'] = self.updates
-        out.append(status(f'{self.get_name()}: pipeline', OK, 'ok', pipeline_values))
+        out.append(status(f'{self.get_name()}: pipeline', OK if self.active else WARN,
+                          'ok' if self.active else 'inactive: estimate frozen', pipeline_values))
         for est in self.latest:
             values = {'valid': est.valid, 'samples_used': est.samples_used, 'residual_rms': est.residual_rms,
                       'condition_number': est.condition_number,
