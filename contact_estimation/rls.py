@@ -61,6 +61,7 @@ class RecursiveLeastSquares:
         self._theta = theta0.copy()
         self._s = 0.0          # forgetting-weighted sum of squared a-priori residuals
         self._w = 0.0          # forgetting-weighted sample count
+        self._yy = 0.0         # forgetting-weighted sum of F^2 (for the verdict's unexcited-share rule)
         self._n = 0
         self._t = 0.0
         self._cached: ContactEstimate | None = None
@@ -76,40 +77,43 @@ class RecursiveLeastSquares:
         counts = check_counts(counts, len(samples))
         if not len(samples):
             return [self.estimate()] * len(counts)
-        R, r, w, theta, s = self._filter(samples)
+        R, r, w, theta, s, yy = self._filter(samples)
         # state after the first c samples of the block, c = 0..n (row 0: the state before the block)
         R_c = np.concatenate((self._R[None], R))
         theta_c = np.concatenate((self._theta[None], theta))
         s_c = np.concatenate(([self._s], s))
         w_c = np.concatenate(([self._w], w))
+        yy_c = np.concatenate(([self._yy], yy))
         n_c = self._n + np.arange(len(samples) + 1)
         t_c = np.concatenate(([self._t], samples.t))
-        self._commit(samples, R, r, w, theta, s)
-        return at_counts(counts,
-                         lambda c: self._estimates(R_c[c], theta_c[c], s_c[c], w_c[c], n_c[c], t_c[c]))
+        self._commit(samples, R, r, w, theta, s, yy)
+        return at_counts(counts, lambda c: self._estimates(R_c[c], theta_c[c], s_c[c], w_c[c], n_c[c], t_c[c],
+                                                           yy_c[c]))
 
     def _filter(self, samples: ContactSamples) -> tuple[np.ndarray, ...]:
-        """Per-sample R[n] (n, p, p), r[n], w[n], theta[n] and s[n] of the block, from the current state.
+        """Per-sample R[n] (n, p, p), r[n], w[n], theta[n], s[n] and yy[n] of the block, from the current state.
 
         w[n] = lam w[n-1] + 1 counts samples, s[n] = lam s[n-1] + e[n]^2 sums the a-priori residuals
-        e[n] = F[n] - phi[n]^T theta[n-1].
+        e[n] = F[n] - phi[n]^T theta[n-1], yy[n] = lam yy[n-1] + F[n]^2.
         """
         n = len(samples)
         phi = self.model.regressor(samples.x, samples.xd, samples.xdd) / self.scales
         y = samples.force
         p = self.model.size
         lam = self.lam
-        # the four recursions share the filter 1 / (1 - lam z^-1): run them as one lfilter over columns
-        # [phi phi^T + (1-lam) R_min | phi F | 1]
-        cols = np.empty((n, p * p + p + 1))
+        # the recursions share the filter 1 / (1 - lam z^-1): run them as one lfilter over columns
+        # [phi phi^T + (1-lam) R_min | phi F | F^2 | 1]
+        cols = np.empty((n, p * p + p + 2))
         cols[:, :p * p] = np.einsum('ni,nj->nij', phi, phi).reshape(n, p * p)
         cols[:, :p * p] += ((1 - lam) * self.r_min * np.eye(p)).ravel()
         cols[:, p * p:p * p + p] = phi * y[:, None]
+        cols[:, -2] = y * y
         cols[:, -1] = 1.0
-        zi = lam * np.concatenate((self._R.ravel(), self._r, [self._w]))[None, :]
+        zi = lam * np.concatenate((self._R.ravel(), self._r, [self._yy, self._w]))[None, :]
         out = lfilter([1.0], [1.0, -lam], cols, axis=0, zi=zi)[0]
         R = out[:, :p * p].reshape(n, p, p)
         r = out[:, p * p:p * p + p]
+        yy = out[:, -2]
         w = out[:, -1]
         # a relative ridge (1e-13 of the largest diagonal) keeps the solve defined when one huge regressor
         # has made R singular to float precision (x ~ 1e16 m in the fuzz tests); negligible otherwise
@@ -118,12 +122,12 @@ class RecursiveLeastSquares:
         prior = np.vstack([self._theta[None, :], theta[:-1]])
         e = y - np.einsum('ni,ni->n', phi, prior)
         s = lfilter([1.0], [1.0, -lam], e * e, zi=[lam * self._s])[0]
-        return R, r, w, theta, s
+        return R, r, w, theta, s, yy
 
-    def _commit(self, samples: ContactSamples, R, r, w, theta, s) -> None:
+    def _commit(self, samples: ContactSamples, R, r, w, theta, s, yy) -> None:
         """Take the state after the block's last sample."""
         self._R, self._r, self._theta = R[-1], r[-1], theta[-1]
-        self._s, self._w = float(s[-1]), float(w[-1])
+        self._s, self._w, self._yy = float(s[-1]), float(w[-1]), float(yy[-1])
         self._n += len(samples)
         self._t = float(samples.t[-1])
         self._cached = None
@@ -144,23 +148,26 @@ class RecursiveLeastSquares:
 
     def _estimate(self) -> ContactEstimate:
         return self._estimates(self._R[None], self._theta[None], np.array([self._s]), np.array([self._w]),
-                               np.array([self._n]), np.array([self._t]))[0]
+                               np.array([self._n]), np.array([self._t]), np.array([self._yy]))[0]
 
     def _estimates(self, R: np.ndarray, theta: np.ndarray, s: np.ndarray, w: np.ndarray, n: np.ndarray,
-                   t: np.ndarray) -> list[ContactEstimate]:
+                   t: np.ndarray, yy: np.ndarray) -> list[ContactEstimate]:
         """Estimates of K states: information R (K, p, p), theta (K, p), residual sum s, weight w, samples
-        n, newest time t; sigma^2 = s / max(w - p, 1), residual_rms = sqrt(s / w)."""
+        n, newest time t, sum of F^2 yy; sigma^2 = s / max(w - p, 1), residual_rms = sqrt(s / w),
+        rms(F) = sqrt(yy / w)."""
         live = np.flatnonzero(n > 0)
         p = self.model.size
         sigma2 = s[live] / np.maximum(w[live] - p, 1.0)
         qualities = quality_batch(R[live], w[live], sigma2, self.scales, self.min_exc)
         raw = theta[live] / self.scales
         rms = np.sqrt(s[live] / np.maximum(w[live], 1e-12))
+        force_rms = np.sqrt(np.maximum(yy[live], 0.0) / np.maximum(w[live], 1e-12))
         out = [failure(self.name, self.model, 'no samples yet')] * len(n)
-        for k, q, raw_k, rms_k, w_k, n_k, t_k in zip(live.tolist(), qualities, raw, rms.tolist(),
-                                                     w[live].tolist(), n[live].tolist(), t[live].tolist()):
+        for k, q, raw_k, rms_k, w_k, n_k, t_k, f_k in zip(live.tolist(), qualities, raw, rms.tolist(),
+                                                          w[live].tolist(), n[live].tolist(), t[live].tolist(),
+                                                          force_rms.tolist()):
             values, active = project(raw_k, self.model.names, self.bounds)
-            valid, reason = verdict(self.model.names, values, q, n_k, self.min_samples, self.max_condition)
+            valid, reason = verdict(self.model.names, values, q, n_k, self.min_samples, self.max_condition, f_k)
             out[k] = ContactEstimate(
                 algorithm=self.name, model=self.model.name, names=self.model.names, values=values,
                 covariance=q.covariance, valid=valid, reason=reason, residual_rms=rms_k,
