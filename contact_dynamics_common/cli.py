@@ -131,7 +131,9 @@ def _cmd_demo(args) -> int:
     print(f'2. running the estimators offline over {bag_path} with {config}')
     result, summary, seconds = run_bag(str(bag_path), str(config), str(work / 'estimates'), str(work / 'report'))
     print(f'   {result.input_messages} messages, {result.bag_duration_s:.1f} s of data in {seconds:.2f} s '
-          f'({result.bag_duration_s / seconds:.0f}x real time)')
+          f'({result.bag_duration_s / seconds:.0f}x real time, including reading the bag and writing '
+          f'{sum(len(v) for v in result.outputs.values())} estimates; bench/bench_run_bag.py measures '
+          f'long bags)')
     print('3. final estimates against the ground truth:')
     header = f"{'topic':36s} {'k [N/m]':>22s} {'truth':>8s} {'err':>8s} {'b [N*s/m]':>20s} {'truth':>7s} {'err':>8s}  valid"
     print(header)
