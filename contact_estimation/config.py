@@ -44,6 +44,9 @@ PARAMS: list[ParamSpec] = [
     ParamSpec('force_direction', [0.0, 0.0, 1.0],
               'Unit vector in the wrench frame such that F_n = f . force_direction is the compressive '
               'contact force (> 0 in contact).', length=3, check=_unit_vector),
+    ParamSpec('force_bias', [0.0, 0.0, 0.0], 'Force offset subtracted from the wrench before projection (wrench '
+              'frame); ~/tare sets it at run time from the latest out-of-contact samples.', length=3, unit='N'),
+    ParamSpec('tare_samples', 100, 'Latest wrench samples ~/tare averages.', low=1, high=100000),
     ParamSpec('datum_mode', 'fixed',
               "'fixed': the contact datum is the 'datum' parameter; 'onset': the position at the first "
               'sample whose force reaches onset_force (re-armed when contact is lost).', choices=('fixed', 'onset')),

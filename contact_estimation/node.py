@@ -4,7 +4,8 @@ Subscribes  wrench (geometry_msgs/WrenchStamped) and joint_states (sensor_msgs/J
             (geometry_msgs/PoseStamped), sensor-data QoS.
 Publishes   ~/estimate (primary algorithm) and ~/<algorithm>/estimate (contact_dynamics/ContactEstimate),
             /diagnostics (diagnostic_msgs/DiagnosticArray).
-Services    ~/reset (std_srvs/Trigger); the lifecycle services (~/change_state, ~/get_state, ...): a managed
+Services    ~/reset (std_srvs/Trigger), ~/tare (std_srvs/Trigger: force bias from the latest unloaded
+            wrench samples); the lifecycle services (~/change_state, ~/get_state, ...): a managed
             node that configures and activates itself unless autostart is false.
 Callbacks only copy samples into the pipeline's ring buffers; estimation runs on a timer at publish_rate.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from geometry_msgs.msg import PoseStamped, WrenchStamped
 from sensor_msgs.msg import JointState
+from std_srvs.srv import Trigger
 
 from contact_dynamics.msg import ContactEstimate as ContactEstimateMsg
 from contact_dynamics_common.msgconv import stamp_to_ns
@@ -45,6 +47,7 @@ class ContactEstimatorNode(EstimatorNode):
                 self.create_subscription(PoseStamped, p['pose_topic'], self._on_pose, qos)
             topics = ['~/estimate'] + [f'~/{a}/estimate' for a in p['algorithms']]
             self.pubs = {t: self.create_lifecycle_publisher(ContactEstimateMsg, t, output_qos()) for t in topics}
+            self.create_service(Trigger, '~/tare', self._on_tare)
         self.get_logger().info(
             f"estimating {p['model']} with {', '.join(p['algorithms'])} from "
             f"{self.resolve_topic_name(p['wrench_topic'])} and {p['displacement_source']} at {p['publish_rate']:g} Hz")
@@ -85,6 +88,18 @@ class ContactEstimatorNode(EstimatorNode):
             if key not in msgs:
                 msgs[key] = fill(ContactEstimateMsg(), fields)
             self.pubs[topic].publish(msgs[key])
+
+    def _on_tare(self, request, response):
+        try:
+            bias = self.pipeline.tare()
+        except ValueError as exc:
+            response.success, response.message = False, f'tare refused: {exc}'
+            self.get_logger().warning(response.message)
+            return response
+        response.success = True
+        response.message = 'force bias [{:.4g}, {:.4g}, {:.4g}] N'.format(*bias)
+        self.get_logger().info(f'tare: {response.message}')
+        return response
 
     def reset_estimation(self) -> None:
         if self.pipeline is not None:

@@ -133,6 +133,8 @@ class ContactPipeline:
         sign = params['joint_sign'] if self.source == 'joint_state' else -1.0
         self._coord_sign = sign
         self._fixed_datum = sign * params['datum']
+        self.force_bias = np.asarray(params['force_bias'], dtype=np.float64)
+        self._recent_wrench = np.zeros((0, 3))          # latest accepted raw wrench rows, for tare()
         self.onset_force = params['onset_force']
         self.threshold = params['contact_force_threshold']
         self.timeout_ns = int(params['sensor_timeout'] * 1e9)
@@ -354,7 +356,8 @@ class ContactPipeline:
             self._d_c = np.concatenate((self._d_c, self._coord_sign * coord))
         if len(wt):
             self._w_t = np.concatenate((self._w_t, wt))
-            self._w_f = np.concatenate((self._w_f, wf @ self.force_dir))
+            self._w_f = np.concatenate((self._w_f, (wf - self.force_bias) @ self.force_dir))
+            self._recent_wrench = np.concatenate((self._recent_wrench, wf))[-self.params['tare_samples']:]
         return self._paired(*self._pair())
 
     def _pair(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -463,6 +466,21 @@ class ContactPipeline:
                 self._datum = None
             pos = end
         return out
+
+    def tare(self) -> np.ndarray:
+        """Set ``force_bias`` to the mean of the latest ``tare_samples`` wrench rows and return it.
+
+        Refused (ValueError) without samples, or when the latest deformation shows the tool pressing into
+        the environment (x > 0 from a known datum): a tare must see the unloaded sensor, and the force
+        alone cannot tell an offset from a contact. Live-only: offline runs use the force_bias parameter.
+        """
+        if not len(self._recent_wrench):
+            raise ValueError('no wrench samples yet')
+        x_last = self._tail[2][-1] if len(self._tail[2]) else float('nan')
+        if x_last > 0:
+            raise ValueError(f'in contact (deformation {x_last * 1e3:.3g} mm from the datum): tare refused')
+        self.force_bias = self._recent_wrench.mean(axis=0)
+        return self.force_bias
 
     def stamp_ns(self, est: ContactEstimate) -> int:
         """Absolute stamp (ns) of an estimate's newest sample (estimators keep time relative to t0)."""

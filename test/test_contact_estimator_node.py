@@ -312,3 +312,40 @@ def test_lifecycle_manager_drives_the_node(ros_context):
         listener.close()
     first = listener.get('/contact_estimator/rls/estimate')[0]
     assert first.header.stamp.sec >= sim.measurements()['stamp_ns'][-1] // 10**9 + 1   # no pre-activation data
+
+
+def test_tare_service_sets_the_bias_and_refuses_in_contact(ros_context):
+    from std_srvs.srv import Trigger
+
+    proc = start_node('contact_estimation.node', '--params-file', CONFIG)
+    listener = Listener(TOPICS)
+    node = Node('test_tare')
+    wrench_pub = node.create_publisher(WrenchStamped, '/wrench', 100)
+    tare = node.create_client(Trigger, '/contact_estimator/tare')
+
+    def call():
+        future = tare.call_async(Trigger.Request())
+        rclpy.spin_until_future_complete(node, future, timeout_sec=10.0)
+        return future.result()
+
+    try:
+        wait_matched([wrench_pub])
+        assert tare.wait_for_service(timeout_sec=10.0)
+        for i in range(300):                               # unloaded sensor with an offset of 3 N along z
+            w = WrenchStamped()
+            w.header.stamp.sec, w.header.stamp.nanosec = 1_700_000_000, i * 1_000_000
+            w.wrench.force.x, w.wrench.force.z = 0.5, 3.0
+            wrench_pub.publish(w)
+            time.sleep(0.001)
+        time.sleep(0.3)                                    # at least one update has ingested them
+        first = call()
+        assert first.success and '0.5, 0, 3' in first.message, first.message
+        sim = KelvinVoigt1Dof(duration=1.0, rate=500.0)        # later stamps, pressing into the wall
+        _publish(node, sim)
+        time.sleep(0.3)
+        second = call()
+        assert not second.success and 'in contact' in second.message, second.message
+    finally:
+        node.destroy_node()
+        stop(proc)
+        listener.close()

@@ -121,3 +121,21 @@ def test_pose_source_projects_on_the_contact_normal():
     pl.push_pose_columns(m['stamp_ns'], position)
     for e in pl.step():
         assert e.valid and abs(e.stiffness / 4800 - 1) < 1e-3 and abs(e.damping / 200 - 1) < 0.02
+
+
+def test_tare_removes_a_sensor_offset_and_is_refused_in_contact(data):
+    offset = np.array([0.4, -0.2, 3.0])
+    pl = make()
+    st = data['stamp_ns']
+    free = np.zeros((200, 3)) + offset + np.random.default_rng(5).normal(0, 0.05, (200, 3))
+    pl.push_wrench_columns(st[0] - 10**9 + np.arange(200) * 2_000_000, free)     # unloaded, before contact
+    pl.step()
+    np.testing.assert_allclose(pl.tare(), offset, atol=0.02)
+    feed(pl, {**data, 'force_meas': data['force_meas'] + offset})
+    rls = pl.estimates()[0]
+    assert abs(rls.stiffness / 4800 - 1) < 0.01 and rls.valid
+    with pytest.raises(ValueError, match='in contact'):
+        pl.tare()
+    untared = make()
+    feed(untared, {**data, 'force_meas': data['force_meas'] + offset})
+    assert abs(untared.estimates()[0].stiffness / 4800 - 1) > abs(rls.stiffness / 4800 - 1)
