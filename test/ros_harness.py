@@ -90,4 +90,11 @@ def wait_matched(publishers, timeout: float = 15.0, settle: float = 0.5) -> None
     raise TimeoutError('no subscriber matched within %.0f s' % timeout)
 
 
-__all__ = ['start_node', 'stop', 'Listener', 'wait_matched', 'ROOT', 'os']
+def call_service(node: Node, client, request, timeout: float = 10.0):
+    """Call a service from ``node`` (not spun elsewhere) and return the response, None on time-out."""
+    future = client.call_async(request)
+    rclpy.spin_until_future_complete(node, future, timeout_sec=timeout)
+    return future.result()
+
+
+__all__ = ['start_node', 'stop', 'Listener', 'wait_matched', 'call_service', 'ROOT', 'os']

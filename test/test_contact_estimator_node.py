@@ -22,7 +22,7 @@ from contact_dynamics.msg import ContactEstimate  # noqa: E402
 from contact_dynamics_common.cli import run_bag  # noqa: E402
 from contact_estimation.simulate import KelvinVoigt1Dof, write_bag  # noqa: E402
 
-from ros_harness import ROOT, Listener, start_node, stop, wait_matched  # noqa: E402
+from ros_harness import ROOT, Listener, call_service, start_node, stop, wait_matched  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
@@ -250,9 +250,8 @@ def test_reset_service_restarts_the_estimators(ros_context):
         assert listener.wait_for(lambda: _final(listener, sim) is not None, timeout=5.0)
         before = listener.get('/contact_estimator/rls/estimate')[-1].samples_used
         assert client.wait_for_service(timeout_sec=10.0)
-        future = client.call_async(Trigger.Request())
-        rclpy.spin_until_future_complete(pub_node, future, timeout_sec=10.0)
-        assert future.result() is not None and future.result().success
+        response = call_service(pub_node, client, Trigger.Request())
+        assert response is not None and response.success
         later = KelvinVoigt1Dof(duration=1.0, rate=500.0, seed=12, start_offset=4.0)
         _publish(pub_node, later)
         assert listener.wait_for(
@@ -281,9 +280,7 @@ def test_lifecycle_manager_drives_the_node(ros_context):
     get = pub_node.create_client(GetState, '/contact_estimator/get_state')
 
     def call(client, request):
-        future = client.call_async(request)
-        rclpy.spin_until_future_complete(pub_node, future, timeout_sec=10.0)
-        return future.result()
+        return call_service(pub_node, client, request)
 
     def transition(tid):
         assert call(change, ChangeState.Request(transition=Transition(id=tid))).success, tid
@@ -324,9 +321,7 @@ def test_tare_service_sets_the_bias_and_refuses_in_contact(ros_context):
     tare = node.create_client(Trigger, '/contact_estimator/tare')
 
     def call():
-        future = tare.call_async(Trigger.Request())
-        rclpy.spin_until_future_complete(node, future, timeout_sec=10.0)
-        return future.result()
+        return call_service(node, tare, Trigger.Request())
 
     try:
         wait_matched([wrench_pub])
