@@ -31,7 +31,7 @@ from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 
 from contact_dynamics.msg import ContactEstimate  # noqa: E402
-from contact_estimation.simulate import KelvinVoigt1Dof, write_bag  # noqa: E402
+from contact_estimation.single_point.simulate import KelvinVoigt1Dof, write_bag  # noqa: E402
 
 
 def cpu_seconds(pid: int) -> float:
@@ -49,7 +49,7 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix='bench_node_'))
     bag = write_bag(KelvinVoigt1Dof(duration=args.duration, rate=args.rate), tmp / 'bag')
     algos = '[' + ','.join(args.algorithms) + ']'
-    node = subprocess.Popen([sys.executable, '-m', 'contact_estimation.node', '--ros-args', '--params-file',
+    node = subprocess.Popen([sys.executable, '-m', 'contact_estimation.single_point.node', '--ros-args', '--params-file',
                              str(ROOT / 'config' / 'contact_estimator.yaml'), '-p', f'algorithms:={algos}',
                              '-p', f'publish_rate:={args.publish_rate}'], env=ENV)
     rclpy.init()

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 from contact_dynamics_common.bag import BagReader  # noqa: E402
 from contact_dynamics_common.cli import load_offline_nodes  # noqa: E402
 from contact_dynamics_common.replay import replay  # noqa: E402
-from contact_estimation.simulate import KelvinVoigt1Dof, write_bag  # noqa: E402
+from contact_estimation.single_point.simulate import KelvinVoigt1Dof, write_bag  # noqa: E402
 
 
 def main() -> int:

@@ -1,28 +1,26 @@
 """contact-dynamics: the project's command line (offline tools; live nodes have their own executables).
 
-  contact-dynamics simulate contact-1dof --out BAG [...]     write a simulated experiment with ground truth
-  contact-dynamics simulate scenario S2 --out BAG [...]      write a spec scenario (S1, S2, S5-S9) as a bag
+Built-in commands work on any bag and any registered node:
   contact-dynamics run-bag BAG --config PARAMS.yaml [--out OUTBAG] [--report DIR]
-                                                            run the configured estimators over a bag offline
-  contact-dynamics contact-compare BAG [--report DIR]       all nine single-point estimators, thesis-style report
-  contact-dynamics play BAG [--rate R] [--clock-hz H]         publish a bag over DDS at recorded speed
-  contact-dynamics info BAG                                   topics, counts, duration and metadata of a bag
-  contact-dynamics demo [--workdir DIR]                       simulate, estimate offline, compare with the truth
+                                                        run the configured nodes over a bag offline
+  contact-dynamics play BAG [--rate R] [--clock-hz H]   publish a bag over DDS at recorded speed
+  contact-dynamics info BAG                             topics, counts, duration and metadata of a bag
+  contact-dynamics simulate NAME --out BAG [...]        write a simulated experiment with its ground truth
+  contact-dynamics demo [NAME...] [--workdir DIR]       simulate, estimate offline, compare with the truth
+  contact-dynamics plugins                              what every installed package registered
+The other commands, simulators, offline nodes and demos come from the installed packages' plug-ins
+(contact_dynamics_common.registry); `contact-dynamics --help` lists them.
 """
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 import time
 from pathlib import Path
 
 from .params import ConfigError, load_params_file, validate_all
+from .registry import load_target, registry
 
-#: offline nodes by ROS node name: (module with PARAMS, offline class)
-OFFLINE_NODES = {
-    'contact_estimator': ('contact_estimation.config', 'contact_estimation.offline:OfflineContactEstimator'),
-}
 #: parameters every rclpy node has; accepted in params files and ignored offline
 FRAMEWORK_PARAMS = ('use_sim_time', 'start_type_description_service')
 
@@ -38,20 +36,19 @@ def config_dir() -> Path:
 def load_offline_nodes(config_path: str | Path) -> list:
     """Every registered node that has a section in the params file, built from validated parameters."""
     nodes = []
-    for node_name, (config_mod, factory) in OFFLINE_NODES.items():
+    offline = registry().offline_nodes
+    for node_name, spec in offline.items():
         raw = load_params_file(str(config_path), node_name)
         if not raw:
             continue
         raw = {k: v for k, v in raw.items() if k not in FRAMEWORK_PARAMS and not k.startswith('qos_overrides.')}
-        specs = importlib.import_module(config_mod).PARAMS
         try:
-            params = validate_all(specs, raw)
+            params = validate_all(spec.param_specs(), raw)
         except ConfigError as exc:
             raise ConfigError(f'{config_path} [{node_name}]: {exc}') from None
-        module, cls = factory.split(':')
-        nodes.append(getattr(importlib.import_module(module), cls)(params))
+        nodes.append(spec.build(params))
     if not nodes:
-        raise ConfigError(f"{config_path} has parameters for none of the offline nodes: {', '.join(OFFLINE_NODES)}")
+        raise ConfigError(f"{config_path} has parameters for none of the offline nodes: {', '.join(offline)}")
     return nodes
 
 
@@ -90,16 +87,25 @@ def _cmd_run_bag(args) -> int:
     print(f'{args.bag}: {result.input_messages} input messages, {result.bag_duration_s:.2f} s of bag time '
           f'in {seconds:.3f} s ({result.bag_duration_s / max(seconds, 1e-9):.0f}x real time); '
           f'{n_out} estimates on {len(result.outputs)} topics')
+    functions = [load_target(n.summary) for n in registry().offline_nodes.values() if n.summary]
     for topic, items in sorted(result.outputs.items()):
-        last = items[-1][1]
-        if 'stiffness' in last:
-            print(f"  {topic}: k = {last['stiffness']:.6g} N/m, b = {last['damping']:.6g} N*s/m, "
-                  f"valid = {last['valid']} ({last['status']})")
+        line = _summary_line(functions, result.types.get(topic, ''), items[-1][1])
+        if line:
+            print(f'  {topic}: {line}')
     if args.out:
         print(f'estimates written to {args.out}')
     if args.report:
         print(f'report written to {args.report}/summary.yaml and {args.report}/*.png')
     return 0
+
+
+def _summary_line(functions: list, msg_type: str, fields: dict) -> str:
+    """The first registered ``summary(msg_type, fields)`` that describes this message; else validity."""
+    for fn in functions:
+        line = fn(msg_type, fields)
+        if line:
+            return line
+    return f"valid = {fields['valid']} ({fields.get('status', '')})" if 'valid' in fields else ''
 
 
 def _cmd_info(args) -> int:
@@ -117,74 +123,104 @@ def _cmd_info(args) -> int:
 
 
 def _cmd_demo(args) -> int:
-    import numpy as np
+    """Run every registered demo (or the named ones) in turn; exit code of the worst."""
+    demos = registry().demos
+    names = args.names or list(demos)
+    unknown = [n for n in names if n not in demos]
+    if unknown:
+        raise ConfigError(f"no demo {', '.join(unknown)} (registered: {', '.join(demos) or 'none'})")
+    code = 0
+    for name in names:
+        if len(names) > 1:
+            print(f'=== demo {name}: {demos[name].help}')
+        code = max(code, int(load_target(demos[name].target)(Path(args.workdir) / name if len(names) > 1
+                                                             else Path(args.workdir)) or 0))
+    return code
 
-    from contact_estimation.simulate import KelvinVoigt1Dof, write_bag
 
-    work = Path(args.workdir)
-    sim = KelvinVoigt1Dof()
-    bag_path = work / 'bag'
-    print(f'1. simulating a 1-DOF Kelvin-Voigt contact: k = {sim.stiffness:g} N/m, b = {sim.damping:g} N*s/m, '
-          f'{sim.duration:g} s at {sim.rate:g} Hz, sigma_F = {sim.sigma_force:g} N, sigma_x = {sim.sigma_position:g} m')
-    write_bag(sim, bag_path, overwrite=True)
-    config = config_dir() / 'contact_estimator.yaml'
-    print(f'2. running the estimators offline over {bag_path} with {config}')
-    result, summary, seconds = run_bag(str(bag_path), str(config), str(work / 'estimates'), str(work / 'report'))
-    print(f'   {result.input_messages} messages, {result.bag_duration_s:.1f} s of data in {seconds:.2f} s '
-          f'({result.bag_duration_s / seconds:.0f}x real time, including reading the bag and writing '
-          f'{sum(len(v) for v in result.outputs.values())} estimates; bench/bench_run_bag.py measures '
-          f'long bags)')
-    print('3. final estimates against the ground truth:')
-    header = f"{'topic':36s} {'k [N/m]':>22s} {'truth':>8s} {'err':>8s} {'b [N*s/m]':>20s} {'truth':>7s} {'err':>8s}  valid"
-    print(header)
-    truth = {'stiffness': sim.stiffness, 'damping': sim.damping}
-    worst = 0.0
-    for topic, items in sorted(result.outputs.items()):
-        last = items[-1][1]
-        p = len(last['parameter_names'])
-        sd = [float(np.sqrt(max(last['covariance'][i * p + i], 0))) for i in range(p)]
-        ek = (last['stiffness'] - truth['stiffness']) / truth['stiffness']
-        eb = (last['damping'] - truth['damping']) / truth['damping']
-        worst = max(worst, abs(ek))
-        print(f"{topic:36s} {last['stiffness']:10.2f} ± {2 * sd[0]:8.2f} {truth['stiffness']:8.0f} {ek:+8.3%} "
-              f"{last['damping']:9.3f} ± {2 * sd[1]:7.3f} {truth['damping']:7.0f} {eb:+8.3%}  {last['valid']}")
-    print(f'report: {work / "report"}/summary.yaml and PNG plots; estimates bag: {work / "estimates"}')
-    return 0 if worst < 0.01 else 1
+def _cmd_plugins(args) -> int:
+    """What every installed package registered, and where it was found."""
+    reg = registry()
+    for name, plugin in reg.plugins.items():
+        print(f'{name}: {plugin.description}\n  found via {reg.sources[name]}')
+        for c in plugin.commands:
+            print(f'  command       {c.name:24s} {c.target}')
+        for s in plugin.simulators:
+            print(f'  simulator     {s.name:24s} {s.target}')
+        for n in plugin.offline_nodes:
+            print(f'  offline node  {n.node_name:24s} {n.factory}  (params {n.params})')
+        for d in plugin.demos:
+            print(f'  demo          {d.name:24s} {d.target}')
+    for err in reg.errors:
+        print(f'error: {err}', file=sys.stderr)
+    return 1 if reg.errors else 0
+
+
+def _cmd_simulate(argv: list[str]) -> int:
+    sims = registry().simulators
+    if not argv or argv[0] in ('-h', '--help') or argv[0] not in sims:
+        lines = [f'  {n:16s} {s.help}' for n, s in sims.items()]
+        print('usage: contact-dynamics simulate NAME --out BAG [options]   (NAME --help for its options)\n\n'
+              'simulators:\n' + '\n'.join(lines))
+        if argv and argv[0] not in ('-h', '--help'):
+            print(f"contact-dynamics simulate: error: unknown simulator '{argv[0]}'", file=sys.stderr)
+            return 2
+        return 0
+    return int(load_target(sims[argv[0]].target)(argv[1:]) or 0)
+
+
+BUILTIN = {
+    'run-bag': 'run the configured estimators over a bag offline',
+    'play': 'publish a bag over DDS at recorded speed with /clock (see play --help)',
+    'info': 'describe a bag: topics, types, counts, duration, metadata',
+    'simulate': 'write a simulated experiment bag with its ground truth (see simulate --help)',
+    'demo': 'simulate, estimate offline and print estimates vs truth (every registered demo)',
+    'plugins': 'list what every installed package registered (commands, simulators, offline nodes, demos)',
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    reg = registry()
+    epilog = ['commands of the installed packages:']
+    epilog += [f'  {name:18s} {c.help}' for name, c in reg.commands.items()]
+    epilog += ['', 'offline nodes (run-bag, make config): ' + (', '.join(reg.offline_nodes) or 'none'),
+               'simulators (simulate NAME): ' + (', '.join(reg.simulators) or 'none')]
+    epilog += [f'warning: {e}' for e in reg.errors]
+    parser = argparse.ArgumentParser(prog='contact-dynamics', description=__doc__, epilog='\n'.join(epilog),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest='command', required=True, metavar='COMMAND')
+    rb = sub.add_parser('run-bag', help=BUILTIN['run-bag'])
+    rb.add_argument('bag')
+    rb.add_argument('--config', required=True, help='ROS 2 params file with a section per offline node')
+    rb.add_argument('--out', help='output bag of every published estimate')
+    rb.add_argument('--report', help='directory for summary.yaml and PNG plots')
+    rb.add_argument('--quiet', action='store_true', help='no progress bar')
+    sub.add_parser('play', help=BUILTIN['play'], add_help=False)
+    info = sub.add_parser('info', help=BUILTIN['info'])
+    info.add_argument('bag')
+    sub.add_parser('simulate', help=BUILTIN['simulate'], add_help=False)
+    demo = sub.add_parser('demo', help=BUILTIN['demo'])
+    demo.add_argument('names', nargs='*', help=f"demos to run (default all: {', '.join(reg.demos) or 'none'})")
+    demo.add_argument('--workdir', default='out/demo')
+    sub.add_parser('plugins', help=BUILTIN['plugins'])
+    for name, command in reg.commands.items():
+        sub.add_parser(name, help=command.help, add_help=False)
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(prog='contact-dynamics', description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest='command', required=True)
-    sim = sub.add_parser('simulate', help='write a simulated experiment bag with its ground truth')
-    sim.add_argument('scenario', choices=['contact-1dof', 'scenario'],
-                     help="contact-1dof: the KV multisine experiment; scenario S1..S9: a spec scenario")
-    rb = sub.add_parser('run-bag', help='run the configured estimators over a bag offline')
-    rb.add_argument('bag')
-    rb.add_argument('--config', required=True, help='ROS 2 params file (node sections, e.g. contact_estimator)')
-    rb.add_argument('--out', help='output bag of every published estimate')
-    rb.add_argument('--report', help='directory for summary.yaml and PNG plots')
-    rb.add_argument('--quiet', action='store_true', help='no progress bar')
-    sub.add_parser('play', help='publish a bag over DDS at recorded speed (see play --help)', add_help=False)
-    sub.add_parser('contact-compare', help='run all nine single-point estimators on a bag and write the '
-                   'comparison report (see contact-compare --help)', add_help=False)
-    info = sub.add_parser('info', help='describe a bag')
-    info.add_argument('bag')
-    demo = sub.add_parser('demo', help='simulate a contact, estimate it offline, print estimates vs truth')
-    demo.add_argument('--workdir', default='out/demo')
-
+    parser = build_parser()
+    commands = registry().commands
     if argv[:1] == ['play']:
         from .play import main as play_main
         return play_main(argv[1:])
-    if argv[:1] == ['contact-compare']:
-        from contact_estimation.compare import main as compare_main
-        return _guarded('contact-compare', compare_main, argv[1:])
-    if argv[:1] == ['simulate'] and len(argv) > 1 and argv[1] in ('contact-1dof', 'scenario'):
-        from contact_estimation.simulate import main as sim_main
-        return sim_main(argv[2:] if argv[1] == 'contact-1dof' else argv[1:])
+    if argv[:1] == ['simulate']:
+        return _guarded('simulate', _cmd_simulate, argv[1:])
+    if argv and argv[0] in commands and argv[0] not in BUILTIN:
+        return _guarded(argv[0], load_target(commands[argv[0]].target), argv[1:])
     args = parser.parse_args(argv)
-    command = {'run-bag': _cmd_run_bag, 'info': _cmd_info, 'demo': _cmd_demo}[args.command]
+    command = {'run-bag': _cmd_run_bag, 'info': _cmd_info, 'demo': _cmd_demo, 'plugins': _cmd_plugins}[args.command]
     return _guarded(args.command, command, args)
 
 

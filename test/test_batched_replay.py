@@ -17,15 +17,15 @@ from contact_dynamics_common.cli import load_offline_nodes
 from contact_dynamics_common.msgconv import ns_to_sec_nanosec
 from contact_dynamics_common.params import validate_all
 from contact_dynamics_common.replay import replay
-from contact_estimation.config import PARAMS
-from contact_estimation.estimate import make_spd, make_spd_batch, quality_batch, quality_from_information
-from contact_estimation.gls import SlidingWindowGLS
-from contact_estimation.models import KELVIN_VOIGT, KELVIN_VOIGT_MASS
-from contact_estimation.pipeline import ContactPipeline
-from contact_estimation.reporting import check_counts, sliced_reports
-from contact_estimation.rls import RecursiveLeastSquares
-from contact_estimation.samples import ContactSamples
-from contact_estimation.simulate import KelvinVoigt1Dof, write_bag
+from contact_estimation.single_point.config import PARAMS
+from contact_estimation.single_point.estimate import make_spd, make_spd_batch, quality_batch, quality_from_information
+from contact_estimation.single_point.gls import SlidingWindowGLS
+from contact_estimation.single_point.models import KELVIN_VOIGT, KELVIN_VOIGT_MASS
+from contact_estimation.single_point.pipeline import ContactPipeline
+from contact_estimation.single_point.reporting import check_counts, sliced_reports
+from contact_estimation.single_point.rls import RecursiveLeastSquares
+from contact_estimation.single_point.samples import ContactSamples
+from contact_estimation.single_point.simulate import KelvinVoigt1Dof, write_bag
 
 ROOT = Path(__file__).resolve().parents[1]
 RTOL = 1e-9

@@ -6,9 +6,9 @@ import pytest
 import yaml
 
 from contact_dynamics_common.cli import main
-from contact_estimation import scenarios as sc
-from contact_estimation.algorithms import ALGORITHMS
-from contact_estimation.simulate import KelvinVoigt1Dof, write_bag, write_scenario_bag
+from contact_estimation.single_point import scenarios as sc
+from contact_estimation.single_point.algorithms import ALGORITHMS
+from contact_estimation.single_point.simulate import KelvinVoigt1Dof, write_bag, write_scenario_bag
 
 PNG = b'\x89PNG\r\n\x1a\n'
 

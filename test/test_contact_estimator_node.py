@@ -20,7 +20,7 @@ from sensor_msgs.msg import JointState  # noqa: E402
 
 from contact_dynamics.msg import ContactEstimate  # noqa: E402
 from contact_dynamics_common.cli import run_bag  # noqa: E402
-from contact_estimation.simulate import KelvinVoigt1Dof, write_bag  # noqa: E402
+from contact_estimation.single_point.simulate import KelvinVoigt1Dof, write_bag  # noqa: E402
 
 from ros_harness import ROOT, Listener, call_service, start_node, stop, wait_matched  # noqa: E402
 
@@ -84,7 +84,7 @@ def ros_context():
 def test_live_estimates_match_truth_and_offline_replay(tmp_path, ros_context):
     sim = KelvinVoigt1Dof(duration=10.0, rate=500.0, seed=7)
     bag = write_bag(sim, tmp_path / 'bag')
-    proc = start_node('contact_estimation.node', '--params-file', CONFIG, '-p', 'publish_rate:=20.0')
+    proc = start_node('contact_estimation.single_point.node', '--params-file', CONFIG, '-p', 'publish_rate:=20.0')
     listener = Listener(TOPICS)
     pub_node = Node('test_publisher')
     try:
@@ -145,7 +145,7 @@ def _final(listener: Listener, sim: KelvinVoigt1Dof, within_s: float = 0.05) -> 
 
 def test_nan_and_empty_messages_are_counted_and_skipped(tmp_path, ros_context):
     sim = KelvinVoigt1Dof(duration=4.0, rate=500.0, seed=3)
-    proc = start_node('contact_estimation.node', '--params-file', CONFIG)
+    proc = start_node('contact_estimation.single_point.node', '--params-file', CONFIG)
     listener = Listener(TOPICS)
     pub_node = Node('test_publisher')
     try:
@@ -172,7 +172,7 @@ def test_nan_and_empty_messages_are_counted_and_skipped(tmp_path, ros_context):
 
 def test_unknown_joint_name_is_reported(ros_context):
     sim = KelvinVoigt1Dof(duration=1.5, rate=200.0)
-    proc = start_node('contact_estimation.node', '--params-file', CONFIG, '-p', 'joint_name:=elbow')
+    proc = start_node('contact_estimation.single_point.node', '--params-file', CONFIG, '-p', 'joint_name:=elbow')
     listener = Listener(TOPICS)
     pub_node = Node('test_publisher')
     try:
@@ -196,7 +196,7 @@ def test_unknown_joint_name_is_reported(ros_context):
     ('force_direction:=[0.0,0.0,2.0]', 'must be a unit vector'),
 ])
 def test_wrong_parameter_stops_the_node_with_the_reason(override, reason):
-    proc = start_node('contact_estimation.node', '--params-file', CONFIG, '-p', override)
+    proc = start_node('contact_estimation.single_point.node', '--params-file', CONFIG, '-p', override)
     try:
         proc.wait(timeout=20)
     finally:
@@ -214,7 +214,7 @@ def test_use_sim_time_with_a_played_bag(tmp_path, ros_context):
 
     sim = KelvinVoigt1Dof(duration=4.0, rate=500.0, seed=9)
     bag = write_bag(sim, tmp_path / 'bag')
-    proc = start_node('contact_estimation.node', '--params-file', CONFIG, '-p', 'use_sim_time:=true')
+    proc = start_node('contact_estimation.single_point.node', '--params-file', CONFIG, '-p', 'use_sim_time:=true')
     listener = Listener(TOPICS)
     player = subprocess.Popen([sys.executable, '-m', 'contact_dynamics_common.play', str(bag), '--clock-hz', '100',
                                '--wait-for-subscribers', '15', '--no-progress'], env=isolated_ros_env(),
@@ -241,7 +241,7 @@ def test_reset_service_restarts_the_estimators(ros_context):
     from std_srvs.srv import Trigger
 
     sim = KelvinVoigt1Dof(duration=3.0, rate=500.0, seed=11)
-    proc = start_node('contact_estimation.node', '--params-file', CONFIG, '-p', 'rls.forgetting_factor:=1.0')
+    proc = start_node('contact_estimation.single_point.node', '--params-file', CONFIG, '-p', 'rls.forgetting_factor:=1.0')
     listener = Listener(TOPICS)
     pub_node = Node('test_publisher')
     client = pub_node.create_client(Trigger, '/contact_estimator/reset')
@@ -273,7 +273,7 @@ def test_lifecycle_manager_drives_the_node(ros_context):
     from lifecycle_msgs.srv import ChangeState, GetState
 
     sim = KelvinVoigt1Dof(duration=2.0, rate=500.0, seed=13)
-    proc = start_node('contact_estimation.node', '--params-file', CONFIG, '-p', 'autostart:=false')
+    proc = start_node('contact_estimation.single_point.node', '--params-file', CONFIG, '-p', 'autostart:=false')
     listener = Listener(TOPICS)
     pub_node = Node('test_lifecycle_manager')
     change = pub_node.create_client(ChangeState, '/contact_estimator/change_state')
@@ -314,7 +314,7 @@ def test_lifecycle_manager_drives_the_node(ros_context):
 def test_tare_service_sets_the_bias_and_refuses_in_contact(ros_context):
     from std_srvs.srv import Trigger
 
-    proc = start_node('contact_estimation.node', '--params-file', CONFIG)
+    proc = start_node('contact_estimation.single_point.node', '--params-file', CONFIG)
     listener = Listener(TOPICS)
     node = Node('test_tare')
     wrench_pub = node.create_publisher(WrenchStamped, '/wrench', 100)

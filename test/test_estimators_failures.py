@@ -6,11 +6,11 @@ from functools import lru_cache
 import numpy as np
 import pytest
 
-from contact_estimation.algorithms import ALGORITHMS, BATCH, RECURSIVE, make, run, run_all
-from contact_estimation.ils import InstantaneousLeastSquares
-from contact_estimation.models import KELVIN_VOIGT_MASS
-from contact_estimation.rls import RecursiveLeastSquares
-from contact_estimation.samples import ContactSamples
+from contact_estimation.single_point.algorithms import ALGORITHMS, BATCH, RECURSIVE, make, run, run_all
+from contact_estimation.single_point.ils import InstantaneousLeastSquares
+from contact_estimation.single_point.models import KELVIN_VOIGT_MASS
+from contact_estimation.single_point.rls import RecursiveLeastSquares
+from contact_estimation.single_point.samples import ContactSamples
 
 K_SYS = 1.9e6          # N/m, the STVF-like system stiffness (k_SMT + payload in series, spec §1.2)
 FREQUENCY = ('etfe', 'oem', 'eem', 'gmle')

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from contact_estimation.algorithms import ALGORITHMS, make, run
-from contact_estimation.models import KELVIN_VOIGT, KELVIN_VOIGT_MASS
-from contact_estimation.samples import ContactSamples
+from contact_estimation.single_point.algorithms import ALGORITHMS, make, run
+from contact_estimation.single_point.models import KELVIN_VOIGT, KELVIN_VOIGT_MASS
+from contact_estimation.single_point.samples import ContactSamples
 
 VALUES = st.one_of(
     st.sampled_from([0.0, -0.0, 5e-324, 1e-300, -1e-300, 1e-12, 1.0, -1.0, 1e12, 1e300, -1e300, 1.7e308]),

@@ -15,10 +15,10 @@ from functools import lru_cache
 import numpy as np
 import pytest
 
-from contact_estimation.algorithms import ALGORITHMS, make, run, run_all
-from contact_estimation.models import KELVIN_VOIGT_MASS
-from contact_estimation.rls import RecursiveLeastSquares
-from contact_estimation.samples import ContactSamples
+from contact_estimation.single_point.algorithms import ALGORITHMS, make, run, run_all
+from contact_estimation.single_point.models import KELVIN_VOIGT_MASS
+from contact_estimation.single_point.rls import RecursiveLeastSquares
+from contact_estimation.single_point.samples import ContactSamples
 
 K, B, MASS = 4800.0, 200.0, 2.0
 TONES = np.array([0.5, 1.0, 2.0, 5.0])

@@ -1,11 +1,11 @@
-"""Characterisation tools (contact_estimation.fit) against the spec's numbers and synthetic ground truth."""
+"""Characterisation tools (contact_estimation.single_point.fit) against the spec's numbers and synthetic ground truth."""
 import numpy as np
 import pytest
 
-from contact_estimation import fit
-from contact_estimation import scenarios as sc
-from contact_estimation.gls import GlobalLeastSquares
-from contact_estimation.rls import RecursiveLeastSquares
+from contact_estimation.single_point import fit
+from contact_estimation.single_point import scenarios as sc
+from contact_estimation.single_point.gls import GlobalLeastSquares
+from contact_estimation.single_point.rls import RecursiveLeastSquares
 
 PAYLOADS = tuple(sc.POWER_LAWS)
 # Table 3-7 (experiment set 1) and Table C-1 (set 2): payload secant stiffness (N/m), rows 50..300 N.

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from contact_dynamics_common.params import ConfigError, ParamSpec, flatten, load_params_file, validate_all
-from contact_estimation.config import PARAMS
+from contact_estimation.single_point.config import PARAMS
 
 ROOT = Path(__file__).resolve().parents[1]
 

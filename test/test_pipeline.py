@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 
 from contact_dynamics_common.params import validate_all
-from contact_estimation.config import PARAMS
-from contact_estimation.pipeline import ContactPipeline
-from contact_estimation.simulate import KelvinVoigt1Dof
+from contact_estimation.single_point.config import PARAMS
+from contact_estimation.single_point.pipeline import ContactPipeline
+from contact_estimation.single_point.simulate import KelvinVoigt1Dof
 
 E0 = 1_760_000_000 * 10**9
 

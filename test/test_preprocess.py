@@ -1,11 +1,11 @@
-"""Input pipeline (contact_estimation.preprocess) on the synthetic scenarios with known ground truth."""
+"""Input pipeline (contact_estimation.single_point.preprocess) on the synthetic scenarios with known ground truth."""
 import numpy as np
 import pytest
 
-from contact_estimation import preprocess as pp
-from contact_estimation import scenarios as sc
-from contact_estimation.gls import GlobalLeastSquares
-from contact_estimation.samples import ContactSamples
+from contact_estimation.single_point import preprocess as pp
+from contact_estimation.single_point import scenarios as sc
+from contact_estimation.single_point.gls import GlobalLeastSquares
+from contact_estimation.single_point.samples import ContactSamples
 
 
 # ------------------------------------------------------------------------------------------ onset

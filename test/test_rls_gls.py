@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from contact_estimation.gls import GlobalLeastSquares, SlidingWindowGLS
-from contact_estimation.models import KELVIN_VOIGT, KELVIN_VOIGT_MASS
-from contact_estimation.rls import RecursiveLeastSquares
-from contact_estimation.samples import ContactSamples
+from contact_estimation.single_point.gls import GlobalLeastSquares, SlidingWindowGLS
+from contact_estimation.single_point.models import KELVIN_VOIGT, KELVIN_VOIGT_MASS
+from contact_estimation.single_point.rls import RecursiveLeastSquares
+from contact_estimation.single_point.samples import ContactSamples
 
 K, B, M = 4800.0, 200.0, 2.0
 

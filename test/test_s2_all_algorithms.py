@@ -6,9 +6,9 @@ At 100 Hz and 1 kHz."""
 import numpy as np
 import pytest
 
-from contact_estimation import fit
-from contact_estimation import scenarios as sc
-from contact_estimation.algorithms import ALGORITHMS, run_all
+from contact_estimation.single_point import fit
+from contact_estimation.single_point import scenarios as sc
+from contact_estimation.single_point.algorithms import ALGORITHMS, run_all
 
 from test_fit import TABLE_3_7, TABLE_C_1, TABLE_3_7_FROM_SET_2, round_sig
 

@@ -1,13 +1,13 @@
-"""Scenario generators S1-S9 (contact_estimation.scenarios) and the spec §6.1 checks done with GLS/RLS."""
+"""Scenario generators S1-S9 (contact_estimation.single_point.scenarios) and the spec §6.1 checks done with GLS/RLS."""
 import numpy as np
 import pytest
 
-from contact_estimation import preprocess as pp
-from contact_estimation import scenarios as sc
-from contact_estimation.gls import GlobalLeastSquares
-from contact_estimation.models import KELVIN_VOIGT_MASS
-from contact_estimation.rls import RecursiveLeastSquares
-from contact_estimation.samples import ContactSamples
+from contact_estimation.single_point import preprocess as pp
+from contact_estimation.single_point import scenarios as sc
+from contact_estimation.single_point.gls import GlobalLeastSquares
+from contact_estimation.single_point.models import KELVIN_VOIGT_MASS
+from contact_estimation.single_point.rls import RecursiveLeastSquares
+from contact_estimation.single_point.samples import ContactSamples
 
 PAYLOADS = tuple(sc.POWER_LAWS)
 # spec §6.1: ideal system secant stiffness k_SMT+payload (N/m) at 50..300 N, and in brackets the ratio of

@@ -23,11 +23,16 @@ quiet_pip() {  # pip with the machine's noisy 'Location ... is ignored' warnings
 inputs_hash() {
     local files
     shopt -s nullglob
-    files=(requirements/lock.txt CMakeLists.txt package.xml setup.py setup.cfg msg/*.msg tools/bootstrap.sh
-           scripts/* launch/* config/*)
+    files=(requirements/lock.txt CMakeLists.txt package.xml setup.py setup.cfg msg/*.msg srv/*.srv tools/bootstrap.sh
+           scripts/* launch/* config/* resource/*)
     shopt -u nullglob
     { printf '%s\n' "${files[@]}"; cat "${files[@]}"; } | sha256sum | cut -d' ' -f1
 }
+
+# One bootstrap at a time per venv (parallel test runs, helpers): the others wait, then see the stamp.
+mkdir -p "$(dirname "$VENV")"
+exec 9>"$VENV.lock"
+flock 9
 
 want=$(inputs_hash)
 if [[ -x $VENV/bin/python && -f $STAMP && "$(cat "$STAMP")" == "$want" ]]; then

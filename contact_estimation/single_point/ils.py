@@ -2,7 +2,7 @@
 
     F = k x + b xdot,     theta = [k, b],     phi = [x, xdot]
 
-The recursion is exactly that of :class:`~contact_estimation.rls.RecursiveLeastSquares` (eqs. 2.3-2.5,
+The recursion is exactly that of :class:`~contact_estimation.single_point.rls.RecursiveLeastSquares` (eqs. 2.3-2.5,
 exponential forgetting, wind-up floor); only the model is restricted to Kelvin-Voigt, so ILS needs no
 deformation acceleration and no mass guess. xdot is measured or a finite difference of x.
 """

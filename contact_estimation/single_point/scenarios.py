@@ -4,11 +4,11 @@ Every generator returns a :class:`Scenario`: sampled time t (s), compressive nor
 deformation x (m, from the contact datum, < 0 before contact), its analytic rate xd (m/s) and acceleration
 xdd (m/s^2), the truth, and per-scenario extras (settled plateau windows, ideal secant stiffness per level).
 Noise is added only to ``force`` and ``x``; ``xd``/``xdd`` stay the noise-free analytic truth (pass them as a
-"measured velocity", or differentiate the noisy x with :func:`contact_estimation.preprocess.differentiate`).
+"measured velocity", or differentiate the noisy x with :func:`contact_estimation.single_point.preprocess.differentiate`).
 
 Facts used (spec §4): k_SMT = 3.46e6 N/m; Table 3-5 power laws F = k_nl d^n; Appendix C mean plateau
 loads; Instron dead band 1.3 mm, 40-50 N clearance plateau over 0.5 mm, cut-off 48.5 N, 0.0083 mm/s;
-Hertz k* from §1.4 (computed by :mod:`contact_estimation.fit`).
+Hertz k* from §1.4 (computed by :mod:`contact_estimation.single_point.fit`).
 """
 from __future__ import annotations
 

@@ -78,7 +78,7 @@ def write_bag(sim: KelvinVoigt1Dof, path: str | Path, overwrite: bool = False, p
 
 def write_scenario_bag(scenario, path: str | Path, *, datum: float = 0.0, overwrite: bool = False,
                        progress: bool = False) -> Path:
-    """A spec scenario (contact_estimation.scenarios) as a bag: force along +z, joint 'slider' at datum + x."""
+    """A spec scenario (contact_estimation.single_point.scenarios) as a bag: force along +z, joint 'slider' at datum + x."""
     force = np.zeros((len(scenario.t), 3))
     force[:, 2] = scenario.force
     truth = {'scenario': scenario.name, 'datum': datum, 'rate': scenario.rate_hz, 'notes': scenario.notes,
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     """contact-dynamics simulate {contact-1dof | scenario NAME} --out BAG [...]"""
     argv = list(argv or [])
     if argv[:1] == ['scenario']:
-        return _scenario_main(argv[1:])
+        return scenario_main(argv[1:])
     parser = argparse.ArgumentParser(prog='contact-dynamics simulate contact-1dof', description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     d = KelvinVoigt1Dof()
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _scenario_main(argv: list[str]) -> int:
+def scenario_main(argv: list[str]) -> int:
     from . import scenarios as sc
 
     parser = argparse.ArgumentParser(prog='contact-dynamics simulate scenario',
