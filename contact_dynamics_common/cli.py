@@ -3,6 +3,8 @@
 Built-in commands work on any bag and any registered node:
   contact-dynamics run-bag BAG --config PARAMS.yaml [--out OUTBAG] [--report DIR]
                                                         run the configured nodes over a bag offline
+  contact-dynamics batch BAG_OR_GLOB... --config PARAMS.yaml --report DIR [--workers N | --scheduler ADDR]
+                                                        run-bag over many bags on Dask: table, plots, summary
   contact-dynamics play BAG [--rate R] [--clock-hz H]   publish a bag over DDS at recorded speed
   contact-dynamics info BAG                             topics, counts, duration and metadata of a bag
   contact-dynamics simulate NAME --out BAG [...]        write a simulated experiment with its ground truth
@@ -108,6 +110,11 @@ def _summary_line(functions: list, msg_type: str, fields: dict) -> str:
     return f"valid = {fields['valid']} ({fields.get('status', '')})" if 'valid' in fields else ''
 
 
+def _cmd_batch(args) -> int:
+    from .batch import command
+    return command(args)
+
+
 def _cmd_info(args) -> int:
     import yaml
 
@@ -171,6 +178,7 @@ def _cmd_simulate(argv: list[str]) -> int:
 
 BUILTIN = {
     'run-bag': 'run the configured estimators over a bag offline',
+    'batch': 'run-bag over many bags as Dask tasks: one table, per-bag plots with 2 sigma, a summary',
     'play': 'publish a bag over DDS at recorded speed with /clock (see play --help)',
     'info': 'describe a bag: topics, types, counts, duration, metadata',
     'simulate': 'write a simulated experiment bag with its ground truth (see simulate --help)',
@@ -195,6 +203,8 @@ def build_parser() -> argparse.ArgumentParser:
     rb.add_argument('--out', help='output bag of every published estimate')
     rb.add_argument('--report', help='directory for summary.yaml and PNG plots')
     rb.add_argument('--quiet', action='store_true', help='no progress bar')
+    from .batch import add_arguments as batch_arguments
+    batch_arguments(sub.add_parser('batch', help=BUILTIN['batch']))
     sub.add_parser('play', help=BUILTIN['play'], add_help=False)
     info = sub.add_parser('info', help=BUILTIN['info'])
     info.add_argument('bag')
@@ -220,7 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] in commands and argv[0] not in BUILTIN:
         return _guarded(argv[0], load_target(commands[argv[0]].target), argv[1:])
     args = parser.parse_args(argv)
-    command = {'run-bag': _cmd_run_bag, 'info': _cmd_info, 'demo': _cmd_demo, 'plugins': _cmd_plugins}[args.command]
+    command = {'run-bag': _cmd_run_bag, 'info': _cmd_info, 'demo': _cmd_demo, 'plugins': _cmd_plugins,
+               'batch': _cmd_batch}[args.command]
     return _guarded(args.command, command, args)
 
 
