@@ -10,9 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
-from scipy.signal import butter, sosfiltfilt
 
-from contact_dynamics_common.signal import local_derivatives
+from contact_dynamics_common.signal import differentiate, local_derivatives, zero_phase_lowpass  # noqa: F401
 
 from .gls import GlobalLeastSquares
 from .models import KELVIN_VOIGT, ContactModel
@@ -110,44 +109,8 @@ def joint_deformation(q: np.ndarray, datum: float, sign: float = 1.0) -> np.ndar
 
 
 # ------------------------------------------------------------------------------------------ filtering
-def zero_phase_lowpass(y: np.ndarray, rate_hz: float, cutoff_hz: float, order: int = 2) -> np.ndarray:
-    """Butterworth low-pass run forwards and backwards: zero phase (``scipy.signal.sosfiltfilt``, the
-    second-order-section form of ``filtfilt``, numerically safer at low cut-off/rate ratios).
-
-    The magnitude is |H|^2 of the designed filter, so the gain at ``cutoff_hz`` is 1/2 (-6 dB, not -3 dB)
-    and the roll-off is 2*order poles. Needs more than 3 * (2 * order + 1) samples (edge padding).
-    """
-    y = np.asarray(y, dtype=np.float64)
-    if not 0 < cutoff_hz < rate_hz / 2:
-        raise ValueError(f'cutoff must be in (0, Nyquist = {rate_hz / 2} Hz), got {cutoff_hz}')
-    if order < 1:
-        raise ValueError(f'order must be >= 1, got {order}')
-    sos = butter(order, cutoff_hz, fs=rate_hz, output='sos')
-    pad = 3 * (2 * len(sos) + 1)
-    if y.shape[-1] <= pad:
-        raise ValueError(f'signal too short for filtfilt ({y.shape[-1]} <= {pad} samples)')
-    return sosfiltfilt(sos, y, axis=-1)
-
-
-def differentiate(t: np.ndarray, x: np.ndarray, *, half_window: int, cutoff_hz: float | None = None,
-                  order: int = 2) -> tuple[np.ndarray, np.ndarray]:
-    """Offline xd, xdd (§2.0 step 3): optional zero-phase low-pass, then centred local-polynomial fits.
-
-    Uses :func:`contact_dynamics_common.signal.local_derivatives` (Savitzky-Golay on uniform sampling) over
-    2 * half_window + 1 samples. Returns arrays as long as x, NaN at the ``half_window`` samples at each end
-    (ContactSamples.make drops those rows).
-    """
-    t, x = _series(t, x, 't, x')
-    if cutoff_hz is not None:
-        x = zero_phase_lowpass(x, 1.0 / float(np.median(np.diff(t))), cutoff_hz, order)
-    d1, d2 = local_derivatives(t, x, half_window, second=True)
-    xd = np.full(len(x), np.nan)
-    xdd = np.full(len(x), np.nan)
-    m = int(half_window)
-    if len(d1):
-        xd[m:len(x) - m] = d1
-        xdd[m:len(x) - m] = d2
-    return xd, xdd
+# zero_phase_lowpass and differentiate live in contact_dynamics_common.signal (shared with the impedance
+# profiler); they are imported above and remain importable from here.
 
 
 # ------------------------------------------------------------------------------------------ plateaus
