@@ -19,7 +19,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import heapq
+import io
 import json
+import os
 import shutil
 import struct
 import zlib
@@ -32,18 +34,18 @@ from typing import Any
 import numpy as np
 import yaml
 import zstandard
+from mcap.data_stream import ReadDataStream
 from mcap.exceptions import McapError
 from mcap.reader import SeekingReader
-from mcap.records import Schema
+from mcap.records import Channel, ChunkIndex, Metadata, Schema, Statistics
 from mcap.summary import Summary
 from mcap.well_known import MessageEncoding, SchemaEncoding
 from mcap.writer import CompressionType, Writer as McapWriter
 from mcap_ros2._dynamic import generate_dynamic, serialize_dynamic
-from mcap_ros2.decoder import DecoderFactory
 
 from . import msgconv, msgdefs
 
-__all__ = ['BagError', 'BagReader', 'BagWriter', 'QOS_PRESETS', 'qos_profile']
+__all__ = ['BagError', 'BagReader', 'BagRecovery', 'BagWriter', 'Damage', 'QOS_PRESETS', 'qos_profile']
 
 _INFINITE = {'sec': 9223372036, 'nsec': 854775807}     # RMW_DURATION_INFINITE as rosbag2 writes it
 _JSON_PREFIX = 'json:'
@@ -92,7 +94,7 @@ def _decode_custom(value: Any) -> Any:
 
 
 def _is_bag_dir(path: Path) -> bool:
-    return (path / 'metadata.yaml').is_file() or any(path.glob('*.mcap'))
+    return (path / 'metadata.yaml').is_file() or any(path.glob('*.mcap')) or any(path.glob('*.db3'))
 
 
 # ================================================================================ writer
@@ -112,14 +114,20 @@ class _WriterTopic:
     rclpy_class: type | None = None
 
 
+_CODECS = {'zstd': CompressionType.ZSTD, 'lz4': CompressionType.LZ4, 'none': CompressionType.NONE}
+
+
 class BagWriter:
-    """Write a rosbag2 MCAP bag directory. Use as a context manager; ``close()`` writes the metadata.
+    """Write a rosbag2 MCAP bag directory (chunks compressed with ``compression``: zstd, lz4 or none). Use as a context manager; ``close()`` writes the metadata.
 
     ``custom_data`` (attribute, a dict) may be updated until ``close()``.
     """
 
     def __init__(self, path: str | Path, *, custom_data: dict[str, Any] | None = None,
-                 ros_distro: str = 'kilted', overwrite: bool = False, chunk_size: int = 1 << 20) -> None:
+                 ros_distro: str = 'kilted', overwrite: bool = False, chunk_size: int = 1 << 20,
+                 compression: str = 'zstd') -> None:
+        if compression not in _CODECS:
+            raise ValueError(f'chunk compression must be one of {sorted(_CODECS)}, got {compression!r}')
         self.path = Path(path)
         if self.path.exists():
             if not self.path.is_dir():
@@ -137,7 +145,7 @@ class BagWriter:
         self.ros_distro = ros_distro
         self.file_name = f'{self.path.name}_0.mcap'
         self._stream = open(self.path / self.file_name, 'wb')
-        self._mcap = McapWriter(self._stream, chunk_size=chunk_size, compression=CompressionType.ZSTD)
+        self._mcap = McapWriter(self._stream, chunk_size=chunk_size, compression=_CODECS[compression])
         self._mcap.start(profile='ros2', library='contact_dynamics')
         self._topics: dict[str, _WriterTopic] = {}
         self._start: int | None = None
@@ -359,25 +367,285 @@ class _Collected:
         return self._ordered(np.concatenate([p.matrix(int(sizes[0])) for p in self.pieces]))
 
 
-class _McapFile:
-    """One MCAP file of a bag with its summary."""
+_MAGIC = b'\x89MCAP0\r\n'
+_DATA_END, _FOOTER = 0x0F, 0x02
 
-    def __init__(self, path: Path) -> None:
+
+@dataclass
+class Damage:
+    """One damaged place of a bag file, as found while reading it."""
+
+    file: str
+    offset: int                           # byte offset of the damaged record (chunk) in the file
+    kind: str                             # 'truncated' | 'corrupt' | 'summary' | 'index'
+    detail: str
+    lost_messages: int | None = None      # messages known to be lost (from an index); None: unknown
+    last_good_ns: int | None = None       # log time of the last intact message before it (file order)
+    lost_span_ns: tuple[int, int] | None = None     # log-time range of a lost chunk, when indexed
+    lost_by_channel: dict[int, int] = field(default_factory=dict, repr=False)
+
+    def describe(self) -> str:
+        out = f'{self.file} at byte {self.offset}: {self.detail}'
+        if self.lost_messages:
+            out += f'; {self.lost_messages} messages lost'
+        if self.lost_span_ns:
+            out += f' (log time {self.lost_span_ns[0]} .. {self.lost_span_ns[1]} ns)'
+        if self.last_good_ns is not None:
+            out += f'; last intact message before it logged at {self.last_good_ns} ns'
+        return out
+
+
+@dataclass
+class BagRecovery:
+    """What a reader can use of a bag and what it had to leave out (``BagReader.recovery``).
+
+    ``messages`` / ``per_topic`` / ``start_ns`` .. ``end_ns``: the intact messages (what replay uses);
+    ``damage``: every damaged place found so far (MCAP chunks are checked as they are read; ``verify()``
+    reads them all); ``indexed_by``: file -> 'summary' (the file's own index), 'scan' (rebuilt by reading
+    the records, as ``mcap recover`` / ``ros2 bag reindex`` do) or 'sqlite3'; ``metadata``: where
+    the rosbag2 metadata came from.
+    """
+
+    messages: int
+    per_topic: dict[str, int]
+    start_ns: int
+    end_ns: int
+    damage: list[Damage]
+    indexed_by: dict[str, str]
+    metadata: str
+
+    @property
+    def damaged(self) -> bool:
+        return bool(self.damage)
+
+    @property
+    def seconds(self) -> float:
+        return (self.end_ns - self.start_ns) / 1e9 if self.messages else 0.0
+
+    @property
+    def break_offset(self) -> int | None:
+        """Byte offset of the first damaged place (None when intact)."""
+        return min((d.offset for d in self.damage), default=None)
+
+    @property
+    def last_good_ns(self) -> int | None:
+        """Log time of the last intact message before the first damage that has one."""
+        return next((d.last_good_ns for d in sorted(self.damage, key=lambda d: (d.file, d.offset))
+                     if d.last_good_ns is not None), None)
+
+    def lines(self) -> list[str]:
+        """Human-readable report: one line when intact, a line per damaged place otherwise."""
+        if not self.damaged:
+            return []
+        out = [f'recovered {self.messages} intact messages, {self.seconds:.3f} s '
+               f'({", ".join(f"{t}: {n}" for t, n in sorted(self.per_topic.items()))}); '
+               f'the bag is damaged in {len(self.damage)} place(s):']
+        out += ['  ' + d.describe() for d in self.damage]
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {'damaged': self.damaged, 'messages': self.messages, 'seconds': self.seconds,
+                'per_topic': dict(self.per_topic), 'start_ns': self.start_ns, 'end_ns': self.end_ns,
+                'break_offset': self.break_offset, 'last_good_ns': self.last_good_ns,
+                'indexed_by': dict(self.indexed_by), 'metadata': self.metadata,
+                'damage': [{'file': d.file, 'offset': d.offset, 'kind': d.kind, 'detail': d.detail,
+                            'lost_messages': d.lost_messages, 'last_good_ns': d.last_good_ns}
+                           for d in self.damage]}
+
+
+def _decompress_prefix(compression: str, data: bytes) -> bytes:
+    """As much of a cut compressed chunk as decodes (a prefix of its records)."""
+    if compression == 'zstd':
+        return zstandard.ZstdDecompressor().decompressobj().decompress(data)
+    if compression == 'lz4':
+        import lz4.frame
+        return lz4.frame.LZ4FrameDecompressor().decompress(data)
+    if compression == '':
+        return data
+    raise BagError(f'unsupported chunk compression {compression!r}')
+
+
+def _walk_records(buf: bytes) -> tuple[np.ndarray, list[tuple[int, int, int]], int]:
+    """Message record offsets, other records (opcode, offset, length) and the end of the last complete
+    record of a chunk's record stream."""
+    head = _RECORD_HEAD.unpack_from
+    messages, other = [], []
+    pos, end = 0, len(buf)
+    while pos + 9 <= end:
+        opcode, length = head(buf, pos)
+        if pos + 9 + length > end:
+            break
+        if opcode == 0x05:
+            messages.append(pos)
+        else:
+            other.append((opcode, pos, length))
+        pos += 9 + length
+    return np.array(messages, dtype=np.int64), other, pos
+
+
+def _parse_record(opcode: int, body: bytes) -> Any:
+    cls = {0x03: Schema, 0x04: Channel, 0x0C: Metadata}[opcode]
+    return cls.read(ReadDataStream(io.BytesIO(body)))
+
+
+def _rosbag2_record(records: Iterable[Any]) -> dict[str, Any] | None:
+    return next((yaml.safe_load(m.metadata['serialized_metadata']) for m in records
+                 if m.name == 'rosbag2' and 'serialized_metadata' in m.metadata), None)
+
+
+class _McapFile:
+    """One MCAP file of a bag with its summary.
+
+    The summary is the file's own, or, when the file has none or it is unreadable (a recording cut by a
+    power loss), rebuilt by reading the records from the start up to the damage (``indexed_by = 'scan'``).
+    With ``recover``, a chunk that fails its size/CRC check is skipped and a chunk cut by the end of the
+    file gives the complete records it still holds; every such place is kept in ``damage`` (by offset).
+    Without it, damage raises BagError.
+    """
+
+    storage = 'mcap'
+
+    def __init__(self, path: Path, recover: bool = True) -> None:
         self.path = path
         if not path.is_file():
             raise FileNotFoundError(errno.ENOENT, 'bag file not found', str(path))
         self.size = path.stat().st_size
-        with _guard(path), open(path, 'rb') as f:
-            summary = SeekingReader(f).get_summary()
+        self.recover = recover
+        self.damage: dict[int, Damage] = {}
+        self.indexed_by = 'summary'
+        self.rosbag2_info: dict[str, Any] | None = None
+        self._loose: _Piece | None = None         # messages outside chunks found by a scan
+        with open(path, 'rb') as f:
+            summary, problem = None, None
+            try:
+                with _guard(path):
+                    summary = SeekingReader(f).get_summary()
+                    if summary is not None:
+                        self.rosbag2_info = _rosbag2_record(SeekingReader(f).iter_metadata())
+            except BagError as e:
+                summary, problem = None, e
             if summary is None:
-                raise BagError(f'{path}: MCAP file has no summary section (interrupted recording?); '
-                               f'repair it with `mcap recover` first')
-            self.summary: Summary = summary
-            self.rosbag2_info = next((yaml.safe_load(m.metadata['serialized_metadata'])
-                                      for m in SeekingReader(f).iter_metadata()
-                                      if m.name == 'rosbag2' and 'serialized_metadata' in m.metadata), None)
+                if not recover:
+                    raise problem or BagError(f'{path}: MCAP file has no summary section (interrupted '
+                                              f'recording?); read it with recover=True or `mcap recover` it')
+                with _guard(path):
+                    summary = self._scan(f, problem)
+        self.summary: Summary = summary
         self.topics = {c.topic: self.schema(c.id).name for c in summary.channels.values()}
 
+    def _note(self, offset: int, kind: str, detail: str, **kw: Any) -> Damage:
+        return self.damage.setdefault(offset, Damage(self.path.name, offset, kind, detail, **kw))
+
+    # ---- index rebuilt by a scan
+    def _scan(self, f: Any, problem: BagError | None) -> Summary:
+        """Summary of the intact part of the file, read record by record from its start."""
+        f.seek(0)
+        if f.read(8) != _MAGIC:
+            raise problem or BagError(f'{self.path}: not an MCAP file (bad magic)')
+        self.indexed_by = 'scan'
+        summary = Summary()
+        counts: dict[int, int] = {}
+        times: list[int] = []                 # min and max log time so far
+        last = [None]                         # log time of the last message in file order
+        loose: list[tuple[int, int, bytes]] = []
+        metadata: list[Any] = []
+        pos = 8
+        while True:
+            head = f.read(9)
+            if len(head) < 9:
+                what = 'ends without a summary or footer' if not head else 'ends inside a record header'
+                self._note(pos, 'truncated', f'the file ({self.size} bytes) {what}', last_good_ns=last[0])
+                break
+            opcode, length = _RECORD_HEAD.unpack(head)
+            avail = self.size - pos - 9
+            if not 0x01 <= opcode <= 0x0F:
+                self._note(pos, 'corrupt', f'invalid record (opcode 0x{opcode:02x}): the rest of the '
+                           f'file ({self.size - pos} bytes) is unreadable', last_good_ns=last[0])
+                break
+            if opcode in (_DATA_END, _FOOTER):
+                if problem is not None:
+                    self._note(pos, 'summary', f'summary section unreadable ({problem}); all data records '
+                               f'before it are intact', lost_messages=0)
+                break
+            if length > avail and opcode != 0x06:
+                self._note(pos, 'truncated', f'the file ends {length - avail} bytes into a record '
+                           f'(opcode 0x{opcode:02x}, {length} bytes)', last_good_ns=last[0])
+                break
+            body = f.read(min(length, avail))
+            if opcode == 0x06:
+                self._scan_chunk(pos, head + body, summary, counts, times, last)
+            elif opcode in (0x03, 0x04, 0x0C):
+                try:
+                    rec = _parse_record(opcode, body)
+                except _CORRUPTION as e:
+                    self._note(pos, 'corrupt', f'unreadable record (opcode 0x{opcode:02x}: {e})',
+                               last_good_ns=last[0])
+                    break
+                self._add_record(rec, summary, metadata)
+            elif opcode == 0x05 and length >= _MESSAGE_DATA - 9:
+                cid, _, log_ns = struct.unpack_from('<HIQ', body, 0)
+                loose.append((cid, log_ns, body[_MESSAGE_DATA - 9:]))
+                counts[cid] = counts.get(cid, 0) + 1
+                times[:] = [min(times[0], log_ns), max(times[1], log_ns)] if times else [log_ns, log_ns]
+                last[0] = log_ns
+            if length > avail:
+                break
+            pos += 9 + length
+        if loose:
+            size = np.array([len(p) for _, _, p in loose], dtype=np.int64)
+            self._loose = _Piece(b''.join(p for _, _, p in loose),
+                                 np.array([t for _, t, _ in loose], dtype=np.int64), np.cumsum(size) - size,
+                                 size, np.array([c for c, _, _ in loose], dtype=np.int64))
+        self.rosbag2_info = _rosbag2_record(metadata)
+        unknown = set(counts) - set(summary.channels)
+        if unknown:                           # messages whose channel record was in a lost chunk
+            self._note(self.size, 'corrupt', f'{sum(counts.pop(c) for c in unknown)} intact messages '
+                       f'of channels {sorted(unknown)} whose definitions were lost')
+        summary.statistics = Statistics(
+            message_count=sum(counts.values()), schema_count=len(summary.schemas),
+            channel_count=len(summary.channels), attachment_count=0, metadata_count=len(metadata),
+            chunk_count=len(summary.chunk_indexes), message_start_time=times[0] if times else 0,
+            message_end_time=times[1] if times else 0, channel_message_counts=counts)
+        return summary
+
+    def _add_record(self, rec: Any, summary: Summary, metadata: list[Any]) -> None:
+        if isinstance(rec, Schema):
+            summary.schemas[rec.id] = rec
+        elif isinstance(rec, Channel):
+            summary.channels[rec.id] = rec
+        else:
+            metadata.append(rec)
+
+    def _scan_chunk(self, pos: int, raw: bytes, summary: Summary, counts: dict[int, int], times: list[int],
+                    last: list[int | None]) -> None:
+        buf = self._chunk_records(raw, len(raw), pos)
+        damage = self.damage.get(pos)
+        if buf is None:
+            damage.last_good_ns = last[0]
+            return
+        offsets, other, _ = _walk_records(buf)
+        for opcode, p, n in other:
+            if opcode in (0x03, 0x04):
+                self._add_record(_parse_record(opcode, buf[p + 9:p + 9 + n]), summary, [])
+        log = np.empty(0, np.int64)
+        if len(offsets):
+            arr = np.frombuffer(buf, dtype=np.uint8)
+            channel = _gather(arr, offsets + 9, 2, '<u2')
+            log = _gather(arr, offsets + 15, 8, '<u8').astype(np.int64)
+            for cid, n in zip(*np.unique(channel, return_counts=True)):
+                counts[int(cid)] = counts.get(int(cid), 0) + int(n)
+            lo, hi = int(log.min()), int(log.max())
+            times[:] = [min(times[0], lo), max(times[1], hi)] if times else [lo, hi]
+            last[0] = int(log[-1])
+        if damage is not None:                # a chunk cut by the end of the file
+            damage.last_good_ns = last[0]
+        summary.chunk_indexes.append(ChunkIndex(
+            message_start_time=int(log.min()) if len(log) else 0,
+            message_end_time=int(log.max()) if len(log) else 0, chunk_start_offset=pos,
+            chunk_length=len(raw), message_index_offsets={}, message_index_length=0, compression='',
+            compressed_size=0, uncompressed_size=len(buf)))
+
+    # ---- channels
     def schema(self, channel_id: int) -> Schema:
         channel = self.summary.channels[channel_id]
         schema = self.summary.schemas.get(channel.schema_id)
@@ -389,67 +657,183 @@ class _McapFile:
         wanted = None if topics is None else set(topics)
         return {c.id for c in self.summary.channels.values() if wanted is None or c.topic in wanted}
 
-    def iter_raw(self, topics: list[str] | None, decode: bool) -> Iterator[tuple[str, str, int, Any]]:
-        with _guard(self.path), open(self.path, 'rb') as f:
-            reader = SeekingReader(f, validate_crcs=True,
-                                   decoder_factories=[DecoderFactory()] if decode else ())
-            it = (reader.iter_decoded_messages(topics=topics) if decode
-                  else ((s, c, m, m.data) for s, c, m in reader.iter_messages(topics=topics)))
-            for schema, channel, message, payload in it:
-                yield channel.topic, schema.name if schema else '', message.log_time, payload
+    def lost_by_channel(self) -> dict[int, int]:
+        """Messages of each channel known to be lost in chunks that failed their checks."""
+        out: dict[int, int] = {}
+        for d in self.damage.values():
+            for cid, n in d.lost_by_channel.items():
+                out[cid] = out.get(cid, 0) + n
+        return out
+
+    # ---- reading
+    def iter_raw(self, topics: list[str] | None) -> Iterator[tuple[str, str, int, bytes]]:
+        """(topic, type name, log time, CDR bytes) in log-time order (ties in file order), chunk by chunk:
+        chunks whose log-time ranges overlap are merged, the others follow one another."""
+        cids = self.channel_ids(topics)
+        if not cids:
+            return
+        meta = {cid: (self.summary.channels[cid].topic, self.schema(cid).name) for cid in cids}
+        chunks = sorted(self.summary.chunk_indexes, key=lambda c: (c.message_start_time, c.chunk_start_offset))
+        if not chunks:
+            for piece in self.collect(cids):
+                yield from _piece_messages(piece, meta)
+            return
+        group: list[Any] = []
+        group_end = 0
+        for ci in [*chunks, None]:
+            if group and (ci is None or ci.message_start_time > group_end):
+                streams = [_piece_messages(p, meta) for p in self.iter_pieces(
+                    cids, sorted(group, key=lambda c: c.chunk_start_offset))]
+                yield from (streams[0] if len(streams) == 1 else heapq.merge(*streams, key=itemgetter(2)))
+                group = []
+            if ci is not None:
+                group_end = max(group_end, ci.message_end_time) if group else ci.message_end_time
+                group.append(ci)
 
     def collect(self, channel_ids: set[int]) -> list[_Piece]:
         """Messages of the wanted channels, chunk by chunk, in file order."""
-        pieces = []
+        return list(self.iter_pieces(channel_ids))
+
+    def verify(self) -> None:
+        """Read and check every chunk (size, CRC), so that ``damage`` lists every damaged chunk."""
+        for _ in self.iter_pieces(set(self.summary.channels)):
+            pass
+
+    def iter_pieces(self, channel_ids: set[int], chunks: list[Any] | None = None) -> Iterator[_Piece]:
+        """Messages of the wanted channels, one piece per chunk, for ``chunks`` (chunk indexes of the
+        summary; default: all, in file order). Damaged chunks are skipped (noted in ``damage``)."""
         with _guard(self.path), open(self.path, 'rb') as f:
-            if not self.summary.chunk_indexes:                  # unchunked file: let mcap walk it
+            if not self.summary.chunk_indexes:                  # unchunked file
+                if self._loose is not None:
+                    keep = np.isin(self._loose.channel, list(channel_ids))
+                    yield self._loose.select(keep)
+                    return
                 msgs = [m for _, _, m in SeekingReader(f).iter_messages(
                     topics=[self.summary.channels[c].topic for c in channel_ids], log_time_order=False)
                     if m.channel_id in channel_ids]
                 size = np.array([len(m.data) for m in msgs], dtype=np.int64)
-                return [_Piece(b''.join(m.data for m in msgs), np.array([m.log_time for m in msgs], np.int64),
-                               np.cumsum(size) - size, size,
-                               np.array([m.channel_id for m in msgs], np.int64))]
-            for ci in sorted(self.summary.chunk_indexes, key=lambda c: c.chunk_start_offset):
-                indexed = bool(ci.message_index_offsets)
-                if indexed and not channel_ids.intersection(ci.message_index_offsets):
-                    continue
-                need = ci.chunk_length + (ci.message_index_length if indexed else 0)
-                if ci.chunk_start_offset + need > self.size:
-                    raise BagError(f'{self.path}: chunk index points past the end of the file')
-                f.seek(ci.chunk_start_offset)
-                raw = f.read(need)
-                buf = self._chunk_records(raw, ci.chunk_length, ci.chunk_start_offset)
-                if indexed:
-                    offsets = self._indexed_offsets(raw, ci, channel_ids)
-                else:
-                    offsets = self._scanned_offsets(buf, channel_ids)
-                if len(offsets) == 0:
-                    continue
-                arr = np.frombuffer(buf, dtype=np.uint8)
-                if np.any(offsets + _MESSAGE_DATA > len(buf)) or np.any(arr[offsets] != 0x05):
-                    raise BagError(f'{self.path}: message index points outside the messages of a chunk')
-                size = _gather(arr, offsets + 1, 8, '<u8').astype(np.int64) - (_MESSAGE_DATA - 9)
-                if np.any(size < 0) or np.any(offsets + _MESSAGE_DATA + size > len(buf)):
-                    raise BagError(f'{self.path}: message record overruns its chunk')
-                pieces.append(_Piece(buf, _gather(arr, offsets + 15, 8, '<u8').astype(np.int64),
-                                     offsets + _MESSAGE_DATA, size,
-                                     _gather(arr, offsets + 9, 2, '<u2').astype(np.int64)))
-        return pieces
+                yield _Piece(b''.join(m.data for m in msgs), np.array([m.log_time for m in msgs], np.int64),
+                             np.cumsum(size) - size, size, np.array([m.channel_id for m in msgs], np.int64))
+                return
+            if chunks is None:
+                chunks = sorted(self.summary.chunk_indexes, key=lambda c: c.chunk_start_offset)
+            for ci in chunks:
+                piece = self._read_chunk(f, ci, channel_ids)
+                if piece is not None:
+                    yield piece
 
-    def _chunk_records(self, raw: bytes, chunk_length: int, chunk_offset: int) -> bytes:
-        opcode, _, _, _, size, crc, name_len = _CHUNK_HEAD.unpack_from(raw, 0)
+    def _read_chunk(self, f: Any, ci: Any, channel_ids: set[int]) -> _Piece | None:
+        """The wanted messages of one chunk, or None (none wanted, or the chunk is damaged)."""
+        indexed = bool(ci.message_index_offsets)
+        if indexed and not channel_ids.intersection(ci.message_index_offsets):
+            return None
+        need = ci.chunk_length + (ci.message_index_length if indexed else 0)
+        if ci.chunk_start_offset + need > self.size:
+            msg = 'chunk index points past the end of the file'
+            if not self.recover:
+                raise BagError(f'{self.path}: {msg}')
+            self._note(ci.chunk_start_offset, 'truncated', msg, lost_span_ns=(ci.message_start_time,
+                                                                             ci.message_end_time))
+            return None
+        f.seek(ci.chunk_start_offset)
+        raw = f.read(need)
+        buf = self._chunk_records(raw, ci.chunk_length, ci.chunk_start_offset)
+        if buf is None:
+            self._count_lost(raw, ci)
+            return None
+        offsets = None
+        if indexed:
+            try:
+                offsets = self._indexed_offsets(raw, ci, channel_ids)
+            except (BagError, struct.error) as e:
+                if not self.recover:
+                    raise
+                self._note(ci.chunk_start_offset + ci.chunk_length, 'index',
+                           f'message index of the chunk unreadable ({e}); chunk read by a scan',
+                           lost_messages=0)
+        if offsets is None:
+            offsets = self._scanned_offsets(buf, channel_ids)
+        if len(offsets) == 0:
+            return None
+        arr = np.frombuffer(buf, dtype=np.uint8)
+        if np.any(offsets + _MESSAGE_DATA > len(buf)) or np.any(arr[offsets] != 0x05):
+            raise BagError(f'{self.path}: message index points outside the messages of a chunk')
+        size = _gather(arr, offsets + 1, 8, '<u8').astype(np.int64) - (_MESSAGE_DATA - 9)
+        if np.any(size < 0) or np.any(offsets + _MESSAGE_DATA + size > len(buf)):
+            raise BagError(f'{self.path}: message record overruns its chunk')
+        return _Piece(buf, _gather(arr, offsets + 15, 8, '<u8').astype(np.int64), offsets + _MESSAGE_DATA, size,
+                      _gather(arr, offsets + 9, 2, '<u2').astype(np.int64))
+
+    def _count_lost(self, raw: bytes, ci: Any) -> None:
+        """Lost messages of a damaged chunk, per channel, from its message index (when it has one)."""
+        damage = self.damage.get(ci.chunk_start_offset)
+        if damage is None:
+            return
+        damage.lost_span_ns = (ci.message_start_time, ci.message_end_time)
+        lost: dict[int, int] = {}
+        for cid, file_offset in ci.message_index_offsets.items():
+            pos = file_offset - ci.chunk_start_offset
+            try:
+                opcode, _ = _RECORD_HEAD.unpack_from(raw, pos)
+                (nbytes,) = struct.unpack_from('<I', raw, pos + 11)
+            except struct.error:
+                return
+            if opcode != 0x07:
+                return
+            lost[cid] = nbytes // 16
+        damage.lost_by_channel = lost
+        damage.lost_messages = sum(lost.values()) if lost else None
+
+    def _chunk_records(self, raw: bytes, chunk_length: int, chunk_offset: int) -> bytes | None:
+        """Decompressed records of the chunk whose record (from its opcode) is ``raw``.
+
+        With ``recover``: None for a chunk that fails its checks, and the complete records still there for a
+        chunk cut by the end of the file; both noted in ``damage``. Without it, BagError.
+        """
+        try:
+            opcode, _, _, _, size, crc, name_len = _CHUNK_HEAD.unpack_from(raw, 0)
+            pos = _CHUNK_HEAD.size
+            compression = raw[pos:pos + name_len].decode()
+            (data_len,) = struct.unpack_from('<Q', raw, pos + name_len)
+            pos += name_len + 8
+        except (struct.error, UnicodeDecodeError) as e:
+            if not self.recover:
+                raise BagError(f'{self.path}: chunk record at offset {chunk_offset} is unreadable ({e})')
+            self._note(chunk_offset, 'truncated' if len(raw) < 64 else 'corrupt',
+                       f'chunk header unreadable ({len(raw)} bytes left)')
+            return None
         if opcode != 0x06:
-            raise BagError(f'{self.path}: chunk index does not point at a chunk')
-        pos = _CHUNK_HEAD.size
-        compression = raw[pos:pos + name_len].decode()
-        (data_len,) = struct.unpack_from('<Q', raw, pos + name_len)
-        pos += name_len + 8
+            if not self.recover:
+                raise BagError(f'{self.path}: chunk index does not point at a chunk')
+            self._note(chunk_offset, 'corrupt', 'the chunk index points at no chunk')
+            return None
         if pos + data_len > chunk_length:
-            raise BagError(f'{self.path}: chunk record is truncated')
-        buf = _decompress(compression, raw[pos:pos + data_len], size)
-        if len(buf) != size or (crc and zlib.crc32(buf) != crc):
-            raise BagError(f'{self.path}: chunk at offset {chunk_offset} fails its size or CRC check')
+            if not self.recover:
+                raise BagError(f'{self.path}: chunk record is truncated')
+            try:
+                buf = _decompress_prefix(compression, raw[pos:chunk_length])
+            except _CORRUPTION:
+                buf = b''
+            _, _, end = _walk_records(buf)
+            self._note(chunk_offset, 'truncated',
+                       f'the file ends {pos + data_len - chunk_length} bytes before the end of this chunk '
+                       f'({end} of its {size} record bytes intact)')
+            return buf[:end]
+        why = ''
+        try:
+            buf = _decompress(compression, raw[pos:pos + data_len], size)
+            if len(buf) != size:
+                why = f'{len(buf)} bytes instead of {size}'
+            elif crc and zlib.crc32(buf) != crc:
+                why = 'CRC mismatch'
+        except (BagError, *_CORRUPTION) as e:
+            why = f'{type(e).__name__}: {e}'
+        if why:
+            if not self.recover:
+                raise BagError(f'{self.path}: chunk at offset {chunk_offset} fails its size or CRC check '
+                               f'({why})')
+            self._note(chunk_offset, 'corrupt', f'chunk fails its size or CRC check ({why}); skipped')
+            return None
         return buf
 
     def _indexed_offsets(self, raw: bytes, ci: Any, channel_ids: set[int]) -> np.ndarray:
@@ -481,19 +865,42 @@ class _McapFile:
         return np.array(offsets, dtype=np.int64)
 
 
+def _piece_messages(piece: _Piece, meta: dict[int, tuple[str, str]]) -> Iterator[tuple[str, str, int, bytes]]:
+    """(topic, type name, log time, CDR bytes) of one piece in log-time order (ties in file order)."""
+    order = np.argsort(piece.log_ns, kind='stable')
+    buf = piece.buf
+    for start, size, log_ns, cid in zip(piece.start[order].tolist(), piece.size[order].tolist(),
+                                        piece.log_ns[order].tolist(), piece.channel[order].tolist()):
+        topic, type_name = meta[cid]
+        yield topic, type_name, log_ns, buf[start:start + size]
+
+
+def _open_storage(path: Path, recover: bool) -> Any:
+    """The storage reader of one bag file, by its suffix: MCAP, or rosbag2 sqlite3 (``.db3``)."""
+    if path.suffix == '.db3' or path.name.endswith(('.db3.zstd', '.db3.zst')):
+        from .bag_sqlite import Db3File
+        return Db3File(path, recover)
+    return _McapFile(path, recover)
+
+
 class BagReader:
-    """Read a rosbag2 MCAP bag directory (with metadata.yaml) or a bare ``.mcap`` file.
+    """Read a rosbag2 bag directory (MCAP or sqlite3 storage) or a bare ``.mcap`` / ``.db3`` file.
 
     Attributes: ``topics`` {topic: type name}; ``info``, the ``rosbag2_bagfile_information`` mapping of
-    metadata.yaml (or of the file's ``rosbag2`` record), or None. A directory without metadata.yaml is
-    read as the union of its ``*.mcap`` files.
+    metadata.yaml (or of the file's ``rosbag2`` record), or None; ``storage`` ('mcap' or 'sqlite3');
+    ``metadata_source``, where ``info`` came from. A directory without metadata.yaml is read as the union of
+    its ``*.mcap`` (else ``*.db3``) files, and its metadata is rebuilt from them as ``ros2 bag reindex``
+    does: written to ``metadata.yaml`` when ``write_metadata`` and the directory is writable, else kept in
+    memory. ``recover`` (default) reads damaged MCAP files up to the damage (see ``recovery``).
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, recover: bool = True, write_metadata: bool = True) -> None:
         self.path = Path(path)
         if not self.path.exists():
             raise FileNotFoundError(errno.ENOENT, 'bag not found', str(self.path))
         self.info: dict[str, Any] | None = None
+        self.metadata_source = 'metadata.yaml'
+        rebuild = False
         if self.path.is_dir():
             meta = self.path / 'metadata.yaml'
             if meta.is_file():
@@ -503,30 +910,120 @@ class BagReader:
                     raise BagError(f'{meta}: no rosbag2_bagfile_information mapping')
                 files = [self.path / p for p in self.info.get('relative_file_paths', [])]
             else:
-                files = sorted(self.path.glob('*.mcap'))
+                files = sorted(self.path.glob('*.mcap')) or sorted(self.path.glob('*.db3'))
+                rebuild = True
             if not files:
-                raise FileNotFoundError(errno.ENOENT, 'no .mcap file in bag directory', str(self.path))
+                raise FileNotFoundError(errno.ENOENT, 'no .mcap or .db3 file in bag directory', str(self.path))
         else:
             files = [self.path]
-        self._files = [_McapFile(p) for p in files]
+        self._files = [_open_storage(p, recover) for p in files]
+        self.storage = self._files[0].storage
         if self.info is None:
             self.info = self._files[0].rosbag2_info
+            self.metadata_source = f'the rosbag2 record of {self._files[0].path.name}'
+            if rebuild or self.info is None:
+                self._rebuild_metadata(write_metadata and rebuild)
         self.topics: dict[str, str] = {}
         for mf in self._files:
             self.topics.update(mf.topics)
         self._decoders: dict[tuple[str, bytes], Any] = {}     # (schema name, text) -> mcap_ros2 decoder
 
+    def _rebuild_metadata(self, write: bool) -> None:
+        """``info`` rebuilt from the files' summaries (or scans), as ``ros2 bag reindex`` does; custom data
+        and distro from the first file's own record when it has one."""
+        own = self.info or {}
+        per_file = []
+        for mf in self._files:
+            stats = mf.summary.statistics
+            per_file.append({'path': mf.path.name,
+                             'starting_time': {'nanoseconds_since_epoch': stats.message_start_time},
+                             'duration': {'nanoseconds': stats.message_end_time - stats.message_start_time},
+                             'message_count': stats.message_count})
+        counts = self.message_counts_by_file()
+        topics = []
+        for mf, file_counts in zip(self._files, counts):
+            for c in mf.summary.channels.values():
+                if any(t['topic_metadata']['name'] == c.topic for t in topics):
+                    continue
+                qos = c.metadata.get('offered_qos_profiles', '')
+                try:
+                    qos = yaml.safe_load(qos) or [] if qos else []
+                except yaml.YAMLError:
+                    qos = []
+                topics.append({'topic_metadata': {'name': c.topic, 'type': mf.schema(c.id).name,
+                                                  'serialization_format': c.message_encoding,
+                                                  'offered_qos_profiles': qos,
+                                                  'type_description_hash': c.metadata.get('topic_type_hash', '')},
+                               'message_count': sum(fc.get(c.topic, 0) for fc in counts)})
+        starts = [f['starting_time']['nanoseconds_since_epoch'] for f in per_file if f['message_count']]
+        ends = [f['starting_time']['nanoseconds_since_epoch'] + f['duration']['nanoseconds']
+                for f in per_file if f['message_count']]
+        start = min(starts, default=0)
+        self.info = {
+            'version': 9, 'storage_identifier': self.storage,
+            'duration': {'nanoseconds': max(ends, default=0) - start},
+            'starting_time': {'nanoseconds_since_epoch': start},
+            'message_count': sum(f['message_count'] for f in per_file),
+            'topics_with_message_count': topics,
+            'compression_format': own.get('compression_format', ''),
+            'compression_mode': own.get('compression_mode', ''),
+            'relative_file_paths': [f['path'] for f in per_file], 'files': per_file,
+            'custom_data': dict(own.get('custom_data') or {}), 'ros_distro': own.get('ros_distro', ''),
+        }
+        how = 'a scan' if any(mf.indexed_by == 'scan' for mf in self._files) else f'the {self.storage} index'
+        where = 'kept in memory'
+        if write:
+            target = self.path / 'metadata.yaml'
+            tmp = self.path / f'.metadata.yaml.{os.getpid()}.tmp'
+            try:
+                tmp.write_text(_yaml({'rosbag2_bagfile_information': self.info}), encoding='utf-8')
+                os.replace(tmp, target)
+                where = f'written to {target}'
+            except OSError as e:
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
+                where = f'kept in memory ({self.path} is not writable: {e.strerror or e})'
+        self.metadata_source = f'rebuilt from {how}; {where}'
+
     # ---- summary facts
-    @property
-    def message_counts(self) -> dict[str, int]:
-        counts = dict.fromkeys(self.topics, 0)
+    def message_counts_by_file(self) -> list[dict[str, int]]:
+        """Intact messages per topic of each file (the summary's counts less what damage lost)."""
+        out = []
         for mf in self._files:
             stats = mf.summary.statistics
             if stats is None:
                 raise BagError(f'{mf.path}: MCAP summary has no statistics record')
+            lost = mf.lost_by_channel()
+            counts: dict[str, int] = {}
             for cid, n in stats.channel_message_counts.items():
-                counts[mf.summary.channels[cid].topic] += n
+                topic = mf.summary.channels[cid].topic
+                counts[topic] = counts.get(topic, 0) + max(0, n - lost.get(cid, 0))
+            out.append(counts)
+        return out
+
+    @property
+    def message_counts(self) -> dict[str, int]:
+        counts = dict.fromkeys(self.topics, 0)
+        for file_counts in self.message_counts_by_file():
+            for topic, n in file_counts.items():
+                counts[topic] += n
         return counts
+
+    @property
+    def recovery(self) -> BagRecovery:
+        """What is intact and what was lost; damage found so far (``verify()`` checks every chunk)."""
+        counts = self.message_counts
+        return BagRecovery(messages=sum(counts.values()), per_topic=counts, start_ns=self.start_ns,
+                           end_ns=self.end_ns, damage=[d for mf in self._files
+                                                       for _, d in sorted(mf.damage.items())],
+                           indexed_by={mf.path.name: mf.indexed_by for mf in self._files},
+                           metadata=self.metadata_source)
+
+    def verify(self) -> BagRecovery:
+        """Read every chunk of every file (size and CRC checks) and return ``recovery``."""
+        for mf in self._files:
+            mf.verify()
+        return self.recovery
 
     @property
     def start_ns(self) -> int:
@@ -567,8 +1064,25 @@ class BagReader:
     # ---- message iteration
     def _iter(self, topics: Iterable[str] | None, decode: bool) -> Iterator[tuple[str, str, int, Any]]:
         topic_list = None if topics is None else list(topics)
-        its = [mf.iter_raw(topic_list, decode) for mf in self._files]
-        return its[0] if len(its) == 1 else heapq.merge(*its, key=itemgetter(2))
+        its = [mf.iter_raw(topic_list) for mf in self._files]
+        it = its[0] if len(its) == 1 else heapq.merge(*its, key=itemgetter(2))
+        return self._decoded(it) if decode else it
+
+    def _decoded(self, it: Iterator[tuple[str, str, int, bytes]]) -> Iterator[tuple[str, str, int, Any]]:
+        schemas = {(c.topic, mf.schema(c.id).name): mf.schema(c.id)
+                   for mf in self._files for c in mf.summary.channels.values()}
+        for topic, type_name, log_ns, payload in it:
+            schema = schemas[(topic, type_name)]
+            yield topic, type_name, log_ns, self._decoder(schema)(payload)
+
+    def _decoder(self, schema: Schema) -> Any:
+        key = (schema.name, schema.data)
+        if key not in self._decoders:
+            try:
+                self._decoders[key] = generate_dynamic(schema.name, schema.data.decode())[schema.name]
+            except Exception as e:                           # noqa: BLE001  (mcap_ros2 raises plain errors)
+                raise BagError(f'{self.path}: no usable message definition for {schema.name} ({e})') from e
+        return self._decoders[key]
 
     def messages(self, topics: Iterable[str] | None = None) -> Iterator[tuple[str, str, int, Any]]:
         """(topic, type_name, log_time_ns, decoded message) in log-time order."""
@@ -634,13 +1148,81 @@ class BagReader:
         return {t: _Collected.build(pieces[t], schemas[t], index_parts[t]) for t in topics}
 
     def _decode_all(self, data: _Collected) -> list[Any]:
-        out = []
-        for schema, payload in zip(data.schemas_in_order(), data.payloads()):
-            key = (schema.name, schema.data)
-            if key not in self._decoders:
-                self._decoders[key] = generate_dynamic(schema.name, schema.data.decode())[schema.name]
-            out.append(self._decoders[key](payload))
-        return out
+        return [self._decoder(schema)(payload)
+                for schema, payload in zip(data.schemas_in_order(), data.payloads())]
+
+    # ---- streamed columns (bounded memory)
+    def iter_column_chunks(self, topics: Iterable[str], ends_ns: Iterable[int], *, fast: bool = True
+                           ) -> Iterator[tuple[int, dict[str, dict[str, Any]]]]:
+        """``columns_many`` window by window: for each end E of ``ends_ns`` (increasing), yield
+        (E, {topic: columns of its messages logged in (previous E, E]}); the last window also takes every
+        later message. The MCAP chunks are read in the order their messages start and only those that
+        reach into the current window are held, so memory follows the window, not the bag. The windows
+        together equal ``columns_many`` cut at the same log times (same order, ties in file order).
+        An unchunked MCAP file is read whole."""
+        topics = list(dict.fromkeys(topics))
+        for topic in topics:
+            if topic not in self.topics:
+                raise KeyError(f'no topic {topic!r} in {self.path}; topics: {sorted(self.topics)}')
+        specs = {t: msgconv.column_spec(self.topics[t]) for t in topics}
+        schemas: dict[str, list[Schema]] = {t: [] for t in topics}
+        maps, sources = [], []          # per file: (topic_of, lut); (first log time, file, offset, chunk index)
+        for fi, mf in enumerate(self._files):
+            topic_of = np.full(1 << 16, -1, dtype=np.int64)
+            lut = np.zeros(1 << 16, dtype=np.int64)
+            for k, t in enumerate(topics):
+                for cid in mf.channel_ids([t]):
+                    topic_of[cid], lut[cid] = k, len(schemas[t])
+                    schemas[t].append(mf.schema(cid))
+            maps.append((topic_of, lut, set(np.flatnonzero(topic_of >= 0).tolist())))
+            if not maps[-1][2]:
+                continue
+            if getattr(mf.summary, 'chunk_indexes', None):
+                sources += [(ci.message_start_time, fi, ci.chunk_start_offset, ci) for ci in mf.summary.chunk_indexes]
+            else:
+                sources.append((np.iinfo(np.int64).min, fi, 0, None))
+        sources.sort(key=itemgetter(0, 1, 2))
+        ends = [int(e) for e in ends_ns]
+        pending: list[tuple[tuple[int, int], int, _Piece]] = []        # ((file, offset), file, piece)
+        nxt = 0
+        for k, end in enumerate(ends):
+            last = k == len(ends) - 1
+            while nxt < len(sources) and (last or sources[nxt][0] <= end):
+                _, fi, offset, ci = sources[nxt]
+                nxt += 1
+                pieces = self._files[fi].iter_pieces(maps[fi][2], [ci]) if ci is not None                     else self._files[fi].collect(maps[fi][2])
+                pending += [((fi, offset), fi, piece) for piece in pieces]
+            emit, keep = [], []
+            for key, fi, piece in pending:
+                now = np.ones(len(piece.log_ns), bool) if last else piece.log_ns <= end
+                if now.all():
+                    emit.append((key, fi, piece))
+                elif now.any():
+                    emit.append((key, fi, piece.select(now)))
+                    keep.append((key, fi, piece.select(~now)))
+                else:
+                    keep.append((key, fi, piece))
+            pending = keep
+            emit.sort(key=itemgetter(0))
+            yield end, {t: self._window_columns(t, k_t, specs[t], schemas[t], emit, maps, fast)
+                        for k_t, t in enumerate(topics)}
+
+    def _window_columns(self, topic: str, k: int, spec: Any, schemas: list[Schema], emit: list, maps: list,
+                        fast: bool) -> dict[str, Any]:
+        pieces, index_parts = [], []
+        for _, fi, piece in emit:
+            topic_of, lut, _ = maps[fi]
+            mask = topic_of[piece.channel] == k
+            if mask.any():
+                sub = piece if mask.all() else piece.select(mask)
+                pieces.append(sub)
+                index_parts.append(lut[sub.channel])
+        data = _Collected.build(pieces, schemas, index_parts)
+        with _guard(self.path):
+            cols = _fixed_layout_columns(spec, data) if fast else None
+            if cols is None:
+                cols = msgconv.columns_from_messages(self.topics[topic], self._decode_all(data), data.log_ns)
+        return cols
 
 
 # ================================================================================ fixed-layout CDR

@@ -383,10 +383,10 @@ def test_missing_and_corrupt_bags(tmp_path):
     cut = tmp_path / 'cut'
     shutil.copytree(path, cut)
     (cut / 'good_0.mcap').write_bytes(data[:len(data) // 2])
+    with pytest.raises(BagError, match='good_0.mcap'):          # recovery: test_bag_recovery.py
+        BagReader(cut, recover=False)
     with pytest.raises(BagError, match='good_0.mcap'):
-        BagReader(cut)
-    with pytest.raises(BagError, match='good_0.mcap'):
-        BagReader(cut / 'good_0.mcap')
+        BagReader(cut / 'good_0.mcap', recover=False)
 
     flipped = tmp_path / 'flipped'
     shutil.copytree(path, flipped)
@@ -397,7 +397,7 @@ def test_missing_and_corrupt_bags(tmp_path):
     middle = chunk.chunk_start_offset + chunk.chunk_length // 2
     damaged[middle:middle + 64] = bytes(64)        # inside the chunk's compressed data
     (flipped / 'good_0.mcap').write_bytes(bytes(damaged))
-    reader = BagReader(flipped)
+    reader = BagReader(flipped, recover=False)
     with pytest.raises(BagError, match='good_0.mcap'):
         reader.columns('/w')
     with pytest.raises(BagError, match='good_0.mcap'):

@@ -1,0 +1,196 @@
+"""rosbag2 sqlite3 storage (``.db3``, the default before Iron): read like an MCAP file of the bag.
+
+A ``.db3`` file holds the tables ``topics`` (id, name, type, serialization_format, offered_qos_profiles,
+type_description_hash), ``messages`` (id, topic_id, timestamp, data) and, in newer files,
+``message_definitions`` and ``metadata`` (the serialized bag metadata). ``data`` holds the same CDR bytes as
+an MCAP message, so ``Db3File`` offers what ``bag._McapFile`` offers (a summary of channels, schemas and
+statistics; ``iter_pieces``; ``iter_raw``) and ``BagReader`` builds the same columns with the same columnar
+decoder. Message definitions: the file's own when recorded (``message_definitions``), else the installed
+interfaces (``msgdefs``), else the ``rosbags`` type store of ROS 2 Kilted. Payloads compressed per message
+(``compression_mode: message``, zstd) are decompressed; a whole-file compressed ``.db3.zstd`` is refused.
+"""
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+import zstandard
+from mcap.records import Channel, Schema, Statistics
+from mcap.summary import Summary
+
+from . import msgdefs
+from .bag import BagError, _Piece
+
+BATCH = 1 << 16            # rows per piece
+_ZSTD_MAGIC = b'\x28\xb5\x2f\xfd'
+
+
+def _definition(type_name: str, recorded: str) -> bytes:
+    """ros2msg definition text of a type: the recorded one, else the installed one, else rosbags'."""
+    if recorded.strip():
+        return recorded.encode()
+    try:
+        return msgdefs.msgdef(type_name).encode()
+    except Exception:                                       # noqa: BLE001  (not installed: ask rosbags)
+        pass
+    try:
+        from rosbags.typesys import Stores, get_typestore
+        text, _ = get_typestore(Stores.ROS2_KILTED).generate_msgdef(type_name, ros_version=2)
+        return text.encode()
+    except Exception:                                       # noqa: BLE001
+        return b''
+
+
+class Db3File:
+    """One sqlite3 file of a rosbag2 bag, read-only."""
+
+    storage = 'sqlite3'
+    indexed_by = 'sqlite3'
+
+    def __init__(self, path: Path, recover: bool = True) -> None:
+        self.path = path
+        if not path.is_file():
+            raise FileNotFoundError(2, 'bag file not found', str(path))
+        if path.name.endswith(('.zstd', '.zst')):
+            raise BagError(f'{path}: a file-compressed rosbag2 bag; decompress it first (zstd -d {path.name})')
+        self.size = path.stat().st_size
+        self.recover = recover
+        self.damage: dict[int, Any] = {}
+        self._decompress = zstandard.ZstdDecompressor()
+        try:
+            self._db = self._connect()
+            tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if not {'topics', 'messages'} <= tables:
+                raise BagError(f'{path}: not a rosbag2 sqlite3 file (tables: {sorted(tables)})')
+            self.summary = self._summary(tables)
+            self.rosbag2_info = self._metadata(tables)
+        except sqlite3.DatabaseError as e:
+            raise BagError(f'{path}: unreadable rosbag2 sqlite3 file ({e})') from e
+        self.topics = {c.topic: self.summary.schemas[c.schema_id].name for c in self.summary.channels.values()}
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            db = sqlite3.connect(f'file:{self.path}?mode=ro', uri=True)
+            db.execute('SELECT count(*) FROM sqlite_master').fetchone()
+            return db
+        except sqlite3.OperationalError:                    # e.g. a hot journal in a read-only place
+            return sqlite3.connect(f'file:{self.path}?immutable=1', uri=True)
+
+    def _columns(self, table: str) -> set[str]:
+        return {r[1] for r in self._db.execute(f'PRAGMA table_info({table})')}
+
+    def _summary(self, tables: set[str]) -> Summary:
+        cols = self._columns('topics')
+        qos = 'offered_qos_profiles' if 'offered_qos_profiles' in cols else "''"
+        hsh = 'type_description_hash' if 'type_description_hash' in cols else "''"
+        defs: dict[str, str] = {}
+        if 'message_definitions' in tables:
+            for type_name, encoding, text in self._db.execute(
+                    'SELECT topic_type, encoding, encoded_message_definition FROM message_definitions'):
+                if encoding == 'ros2msg' and text:
+                    defs[type_name] = text
+        summary = Summary()
+        schema_ids: dict[str, int] = {}
+        for tid, name, type_name, fmt, offered, type_hash in self._db.execute(
+                f'SELECT id, name, type, serialization_format, {qos}, {hsh} FROM topics ORDER BY id'):
+            if type_name not in schema_ids:
+                schema_ids[type_name] = len(schema_ids) + 1
+                summary.schemas[schema_ids[type_name]] = Schema(
+                    id=schema_ids[type_name], name=type_name, encoding='ros2msg',
+                    data=_definition(type_name, defs.get(type_name, '')))
+            if fmt != 'cdr':
+                raise BagError(f'{self.path}: topic {name} is serialized as {fmt!r}, not cdr')
+            summary.channels[tid] = Channel(id=tid, topic=name, message_encoding='cdr',
+                                            schema_id=schema_ids[type_name],
+                                            metadata={'offered_qos_profiles': offered or '',
+                                                      'topic_type_hash': type_hash or ''})
+        counts, start, end = {}, None, None
+        for tid, n, lo, hi in self._db.execute(
+                'SELECT topic_id, count(*), min(timestamp), max(timestamp) FROM messages GROUP BY topic_id'):
+            counts[tid] = n
+            start = lo if start is None else min(start, lo)
+            end = hi if end is None else max(end, hi)
+        orphans = set(counts) - set(summary.channels)
+        if orphans:
+            raise BagError(f'{self.path}: messages of unknown topic ids {sorted(orphans)}')
+        summary.statistics = Statistics(
+            message_count=sum(counts.values()), schema_count=len(summary.schemas),
+            channel_count=len(summary.channels), attachment_count=0, metadata_count=0, chunk_count=0,
+            message_start_time=start or 0, message_end_time=end or 0, channel_message_counts=counts)
+        return summary
+
+    def _metadata(self, tables: set[str]) -> dict[str, Any] | None:
+        if 'metadata' not in tables:
+            return None
+        row = self._db.execute('SELECT metadata FROM metadata ORDER BY id DESC LIMIT 1').fetchone()
+        if not row or not row[0]:
+            return None
+        try:
+            data = yaml.safe_load(row[0])
+        except yaml.YAMLError:
+            return None
+        if isinstance(data, dict) and isinstance(data.get('rosbag2_bagfile_information'), dict):
+            data = data['rosbag2_bagfile_information']
+        return data if isinstance(data, dict) else None
+
+    # ---- same surface as bag._McapFile
+    def schema(self, channel_id: int) -> Schema:
+        return self.summary.schemas[self.summary.channels[channel_id].schema_id]
+
+    def channel_ids(self, topics: Iterable[str] | None) -> set[int]:
+        wanted = None if topics is None else set(topics)
+        return {c.id for c in self.summary.channels.values() if wanted is None or c.topic in wanted}
+
+    def lost_by_channel(self) -> dict[int, int]:
+        return {}
+
+    def verify(self) -> None:
+        try:
+            problems = [r[0] for r in self._db.execute('PRAGMA quick_check')]
+        except sqlite3.DatabaseError as e:
+            problems = [str(e)]
+        if problems != ['ok']:
+            raise BagError(f'{self.path}: sqlite3 integrity check failed: {problems[:3]}')
+
+    def _payload(self, data: bytes) -> bytes:
+        return self._decompress.decompress(data) if data[:4] == _ZSTD_MAGIC else data
+
+    def _rows(self, channel_ids: set[int], order: str) -> Iterator[list[tuple[int, int, bytes]]]:
+        ids = sorted(channel_ids)
+        if not ids:
+            return
+        marks = ','.join('?' * len(ids))
+        try:
+            cur = self._db.execute(f'SELECT topic_id, timestamp, data FROM messages WHERE topic_id IN ({marks}) '
+                                   f'ORDER BY {order}', ids)
+            while rows := cur.fetchmany(BATCH):
+                yield rows
+        except sqlite3.DatabaseError as e:
+            raise BagError(f'{self.path}: unreadable rosbag2 sqlite3 file ({e})') from e
+
+    def iter_pieces(self, channel_ids: set[int], chunks: Any = None) -> Iterator[_Piece]:
+        """Messages of the wanted channels in file (row id) order, ``BATCH`` rows per piece."""
+        for rows in self._rows(channel_ids, 'id'):
+            payloads = [self._payload(d) for _, _, d in rows]
+            size = np.fromiter((len(p) for p in payloads), dtype=np.int64, count=len(payloads))
+            yield _Piece(b''.join(payloads), np.fromiter((r[1] for r in rows), np.int64, len(rows)),
+                         np.cumsum(size) - size, size, np.fromiter((r[0] for r in rows), np.int64, len(rows)))
+
+    def collect(self, channel_ids: set[int]) -> list[_Piece]:
+        return list(self.iter_pieces(channel_ids))
+
+    def iter_raw(self, topics: list[str] | None) -> Iterator[tuple[str, str, int, bytes]]:
+        """(topic, type name, log time, CDR bytes) in log-time order (ties in row order)."""
+        cids = self.channel_ids(topics)
+        meta = {cid: (self.summary.channels[cid].topic, self.schema(cid).name) for cid in cids}
+        for rows in self._rows(cids, 'timestamp, id'):
+            for tid, ts, data in rows:
+                topic, type_name = meta[tid]
+                yield topic, type_name, ts, self._payload(data)
+
+    def close(self) -> None:
+        self._db.close()
