@@ -1,0 +1,131 @@
+"""Compound rigid bodies (named convex parts + mass properties) and the YAML geometry file.
+
+Geometry file (all SI: m, kg, kg*m^2, rad; REP-103 frames)::
+
+    payload:                       # the moving body; its frame is the frame of the measured pose
+      name: acu
+      mass: 9.2                    # kg
+      com: [0, 0, 0]               # centre of mass in the payload frame, m
+      inertia: [ixx, iyy, izz]     # principal moments about the com along the payload axes (or a 3x3 list)
+      parts:                       # convex sub-bodies in the payload frame
+        - {name: box, type: box, size: [0.3378, 0.1915, 0.3157], position: [0, 0, 0], rpy: [0, 0, 0]}
+        - {name: vg1, type: tent, length: 0.06, height: 0.015, apex_angle_deg: 90,
+           position: [x, y, z], rpy: [0, 0, yaw]}
+        - {name: p, type: prism, polygon_xz: [[x, z], ...], length: 0.1}       # extruded along y
+        - {name: q, type: vertices, vertices: [[x, y, z], ...]}               # convex hull
+        - {name: h, type: halfspaces, halfspaces: [[a, b, c, d], ...]}        # a x + b y + c z <= d
+        - {name: m, type: mesh, file: part.stl}                              # convex hull, metres
+    environment:                   # fixed; its parts are given in its own frame
+      name: receptacle
+      position: [0, 0, 0]          # pose of the environment frame in the pose's frame (world/odom)
+      rpy: [0, 0, 0]
+      parts: [...]
+
+A part's ``group`` (default: its name) names the feature it belongs to, e.g. every wall of groove 1 has
+``group: vg1``; the sensitivity tool perturbs payload parts by name.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from . import polytope as poly
+from .rotations import rpy_to_matrix
+
+
+@dataclass
+class CompoundBody:
+    """A rigid body made of convex parts (in its own frame) with its mass properties."""
+
+    name: str
+    parts: list[poly.ConvexPolytope]
+    mass: float = 0.0
+    com: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    inertia: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))
+    position: np.ndarray = field(default_factory=lambda: np.zeros(3))     # pose in the world (environment)
+    rotation: np.ndarray = field(default_factory=lambda: np.eye(3))
+    specs: list[dict] = field(default_factory=list)                        # the part descriptions, for YAML
+
+    def part(self, name: str) -> poly.ConvexPolytope:
+        for p in self.parts:
+            if p.name == name:
+                return p
+        raise KeyError(f"no part '{name}' in body '{self.name}' (parts: {', '.join(self.names)})")
+
+    @property
+    def names(self) -> list[str]:
+        return [p.name for p in self.parts]
+
+    def replace_part(self, name: str, new: poly.ConvexPolytope) -> CompoundBody:
+        parts = [new if p.name == name else p for p in self.parts]
+        return replace(self, parts=parts)
+
+    def world_parts(self) -> list[poly.ConvexPolytope]:
+        """Parts moved by this body's (fixed) pose."""
+        return [p.transformed(self.rotation, self.position) for p in self.parts]
+
+
+def part_from_spec(spec: dict) -> poly.ConvexPolytope:
+    """One convex part from its YAML description (see the module docstring)."""
+    kind = spec.get('type')
+    name = str(spec.get('name', kind))
+    try:
+        if kind == 'box':
+            shape = poly.box(spec['size'], name)
+        elif kind == 'tent':
+            shape = poly.tent(float(spec['length']), float(spec['height']), float(spec.get('apex_angle_deg', 90.0)),
+                              name)
+        elif kind == 'prism':
+            shape = poly.prism(spec['polygon_xz'], float(spec['length']), name)
+        elif kind == 'vertices':
+            shape = poly.from_vertices(spec['vertices'], name)
+        elif kind == 'halfspaces':
+            h = np.asarray(spec['halfspaces'], float)
+            shape = poly.from_halfspaces(h[:, :3], h[:, 3], name)
+        elif kind == 'mesh':
+            shape = poly.from_mesh(str(spec['file']), name)
+        else:
+            raise ValueError(f"unknown part type {kind!r} (box, tent, prism, vertices, halfspaces, mesh)")
+    except KeyError as exc:
+        raise ValueError(f"part '{name}' ({kind}) lacks {exc}") from None
+    R = rpy_to_matrix(spec.get('rpy', [0.0, 0.0, 0.0]))
+    shape = shape.transformed(R, np.asarray(spec.get('position', [0.0, 0.0, 0.0]), float))
+    return replace(shape, meta={'group': str(spec.get('group', name))})
+
+
+def body_from_spec(doc: dict, default_name: str) -> CompoundBody:
+    parts = doc.get('parts') or []
+    if not parts:
+        raise ValueError(f'{default_name}: no parts')
+    inertia = np.asarray(doc.get('inertia', [0.0, 0.0, 0.0]), float)
+    if inertia.shape == (3,):
+        inertia = np.diag(inertia)
+    return CompoundBody(name=str(doc.get('name', default_name)), parts=[part_from_spec(p) for p in parts],
+                        mass=float(doc.get('mass', 0.0)), com=np.asarray(doc.get('com', [0, 0, 0]), float),
+                        inertia=inertia, position=np.asarray(doc.get('position', [0, 0, 0]), float),
+                        rotation=rpy_to_matrix(doc.get('rpy', [0.0, 0.0, 0.0])), specs=list(parts))
+
+
+def load_geometry(path: str | Path) -> tuple[CompoundBody, CompoundBody]:
+    """(payload, environment) from a geometry YAML file; ValueError naming what is wrong."""
+    path = Path(path)
+    with open(path, encoding='utf-8') as f:
+        doc = yaml.safe_load(f) or {}
+    for key in ('payload', 'environment'):
+        if key not in doc:
+            raise ValueError(f'{path}: no {key!r} section')
+    base = path.parent
+    for section in ('payload', 'environment'):
+        for p in doc[section].get('parts') or []:
+            if p.get('type') == 'mesh' and not Path(str(p.get('file', ''))).is_absolute():
+                p['file'] = str(base / p['file'])
+    return body_from_spec(doc['payload'], 'payload'), body_from_spec(doc['environment'], 'environment')
+
+
+def geometry_document(payload: dict, environment: dict) -> str:
+    """YAML text of a geometry file from the two section dicts."""
+    return yaml.safe_dump({'payload': payload, 'environment': environment}, sort_keys=False,
+                          default_flow_style=None, width=110)

@@ -1,0 +1,260 @@
+"""Multi-point contact identification (agar_contact.md §1.5, §3.3–§3.4): regressor, local and global bounded
+least squares, identifiability diagnostics and a verdict.
+
+Model (the same k, b, μ at every contact i; n_i into the payload, t_i against sliding):
+    F_n,i = k δ_i + b δ̇_i,   F_t,i = μ k δ_i (all sliding points; damping dropped, eq. 4.4)
+    F_R = Σ_i F_n,i n_i + F_t,i t_i,   M_R = Σ_i l_i × (F_n,i n_i + F_t,i t_i),  l_i = r_i − p_ref
+Unknowns θ = [k, b, μk]; per instant the force rows are A_F = Σ_i [δ_i n_i, δ̇_i n_i, δ_i t_i] (3×3, N/m,
+N·s/m, -) and the moment rows A_M = Σ_i [δ_i l_i×n_i, δ̇_i l_i×n_i, δ_i l_i×t_i] divided by ``moment_scale``
+L_ref (m) so that both are in N. μ = (μk)/k.
+
+Global: the rows of every instant with contacts stacked and column-scaled (divided by their RMS), solved by
+``scipy.optimize.lsq_linear`` with θ ≥ 0 (the thesis's tables show non-negativity bounds). Reported with the
+covariance σ² (ΦᵀΦ)⁻¹ (σ² = RSS/(rows − 3)) mapped to (k, b, μ) by the delta method, the rank and
+condition number of the scaled regressor, per-parameter excitation (the fraction of a column not explained
+by the others), bound activity and the residual. The verdict (``valid`` + ``reason``) refuses an estimate
+when the regressor is rank deficient or ill-conditioned, a bound is active, a parameter is not significant
+(|θ| < 3σ) or not excited, or the model leaves a large share of the wrench unexplained.
+Local: every instant solved on its own (3×3 or 6×3 ``lstsq``); its rank is reported, and a one-contact
+instant is rank deficient (δn ∥ δ̇n), §3.4.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import lsq_linear
+
+from contact_estimation.geometry.contacts import ContactSet
+
+NAMES = ('stiffness', 'damping', 'friction')
+UNITS = ('N/m', 'N*s/m', '-')
+MODEL = 'multipoint_kelvin_voigt_sliding_coulomb'
+FORMULATIONS = ('force', 'moment', 'force_moment')
+
+
+@dataclass
+class Thresholds:
+    """Verdict thresholds (see module docstring)."""
+    max_condition: float = 1e6          # of the column-scaled regressor
+    min_excitation: float = 1e-3        # unexplained fraction of a column below which it is not identifiable
+    max_residual_fraction: float = 0.2  # RMS residual / RMS wrench above which the model does not explain the data
+    significance: float = 3.0           # |θ_j| must exceed this many σ
+    min_rows: int = 6
+
+
+@dataclass
+class MultiPointEstimate:
+    values: np.ndarray                  # k (N/m), b (N*s/m), μ (-)
+    theta: np.ndarray                   # k, b, μk
+    covariance: np.ndarray              # of (k, b, μ), 3×3 SI
+    valid: bool
+    reason: str
+    rank: int
+    condition_number: float
+    residual_rms: float
+    residual_fraction: float
+    bounds_active: np.ndarray           # bool per parameter
+    identifiable: np.ndarray            # bool per parameter
+    excitation: np.ndarray              # unexplained fraction of each regressor column
+    samples_used: int
+    rows: int
+    formulation: str = 'force'
+    names: tuple = NAMES
+    units: tuple = UNITS
+    model: str = MODEL
+    extras: dict = field(default_factory=dict)
+
+    @property
+    def stiffness(self) -> float:
+        return float(self.values[0])
+
+    @property
+    def damping(self) -> float:
+        return float(self.values[1])
+
+    @property
+    def friction(self) -> float:
+        return float(self.values[2])
+
+    def std(self) -> np.ndarray:
+        return np.sqrt(np.maximum(np.diag(self.covariance), 0.0))
+
+
+def regressor(cs: ContactSet, n_instants: int, formulation: str = 'force', moment_scale: float = 0.1,
+              sliding_only: bool = True) -> np.ndarray:
+    """(T, m, 3) regressor blocks per instant (m = 3 force rows, 3 moment rows or 6).
+
+    ``sliding_only``: points flagged sticking (t = 0) contribute no friction column (their t is 0 anyway).
+    """
+    if formulation not in FORMULATIONS:
+        raise ValueError(f"formulation must be one of {FORMULATIONS}, got {formulation!r}")
+    T = int(n_instants)
+    d, dd = cs.delta[:, None], cs.delta_dot[:, None]
+    t = cs.t if sliding_only else cs.t
+    blocks = []
+    if formulation in ('force', 'force_moment'):
+        cols = np.stack([d * cs.n, dd * cs.n, d * t], axis=2)           # (C, 3, 3)
+        a = np.zeros((T, 3, 3))
+        np.add.at(a, cs.k, cols)
+        blocks.append(a)
+    if formulation in ('moment', 'force_moment'):
+        ln = np.cross(cs.lever, cs.n)
+        lt = np.cross(cs.lever, t)
+        cols = np.stack([d * ln, dd * ln, d * lt], axis=2) / moment_scale
+        a = np.zeros((T, 3, 3))
+        np.add.at(a, cs.k, cols)
+        blocks.append(a)
+    return np.concatenate(blocks, axis=1)
+
+
+def measurement(force, moment, formulation: str = 'force', moment_scale: float = 0.1) -> np.ndarray:
+    """(T, m) measured rows matching ``regressor``: F_R (N) and/or M_R / L_ref (N)."""
+    parts = []
+    if formulation in ('force', 'force_moment'):
+        parts.append(np.asarray(force, float).reshape(-1, 3))
+    if formulation in ('moment', 'force_moment'):
+        parts.append(np.asarray(moment, float).reshape(-1, 3) / moment_scale)
+    return np.concatenate(parts, axis=1)
+
+
+def model_wrench(cs: ContactSet, n_instants: int, k: float, b: float, mu: float) -> tuple[np.ndarray, np.ndarray]:
+    """Resultant force (N) and moment about the payload origin (N·m) of the model at (k, b, μ), per instant."""
+    fn = k * cs.delta + b * cs.delta_dot
+    f = fn[:, None] * cs.n + (mu * k * cs.delta)[:, None] * cs.t
+    F = np.zeros((n_instants, 3))
+    M = np.zeros((n_instants, 3))
+    np.add.at(F, cs.k, f)
+    np.add.at(M, cs.k, np.cross(cs.lever, f))
+    return F, M
+
+
+def _excitation(Phi: np.ndarray) -> np.ndarray:
+    """Per column: |(I − P_others) φ_j| / |φ_j| (1 = orthogonal to the others, 0 = explained by them)."""
+    out = np.zeros(Phi.shape[1])
+    for j in range(Phi.shape[1]):
+        col = Phi[:, j]
+        nj = np.linalg.norm(col)
+        if nj == 0:
+            continue
+        others = np.delete(Phi, j, axis=1)
+        coef, *_ = np.linalg.lstsq(others, col, rcond=None)
+        out[j] = np.linalg.norm(col - others @ coef) / nj
+    return out
+
+
+def global_fit(A: np.ndarray, y: np.ndarray, *, bounded: bool = True, thresholds: Thresholds | None = None,
+               formulation: str = 'force', samples_used: int | None = None) -> MultiPointEstimate:
+    """Global bounded least squares over stacked rows A (R, 3) θ = y (R,), θ = [k, b, μk]."""
+    th = thresholds or Thresholds()
+    A = np.asarray(A, float).reshape(-1, 3)
+    y = np.asarray(y, float).reshape(-1)
+    ok = np.all(np.isfinite(A), axis=1) & np.isfinite(y)
+    A, y = A[ok], y[ok]
+    rows = len(y)
+    samples = int(samples_used if samples_used is not None else rows)
+    zero3 = np.zeros(3)
+    if rows < th.min_rows or not np.any(A):
+        return MultiPointEstimate(zero3.copy(), zero3.copy(), np.eye(3) * 0.0, False,
+                                  f'not enough contact data ({rows} rows)', 0, float('inf'), 0.0, 0.0,
+                                  np.zeros(3, bool), np.zeros(3, bool), zero3.copy(), samples, rows, formulation)
+    scale = np.sqrt(np.mean(A * A, axis=0))
+    unexcited = scale <= 1e-300
+    scale = np.where(unexcited, 1.0, scale)
+    Phi = A / scale
+    s = np.linalg.svd(Phi, compute_uv=False)
+    rank = int(np.sum(s > s[0] * 1e-10)) if s[0] > 0 else 0
+    cond = float(s[0] / s[-1]) if s[-1] > 0 else float('inf')
+    if bounded:
+        res = lsq_linear(Phi, y, bounds=(0.0, np.inf), method='bvls', tol=1e-14)
+        z, active = res.x, res.active_mask != 0
+    else:
+        z, *_ = np.linalg.lstsq(Phi, y, rcond=None)
+        active = np.zeros(3, bool)
+    theta = z / scale
+    resid = y - Phi @ z
+    dof = max(rows - 3, 1)
+    sigma2 = float(resid @ resid) / dof
+    info = Phi.T @ Phi
+    try:
+        cov_z = sigma2 * np.linalg.inv(info) if rank == 3 else np.full((3, 3), np.inf)
+    except np.linalg.LinAlgError:
+        cov_z = np.full((3, 3), np.inf)
+    cov_theta = cov_z / np.outer(scale, scale)
+    k, b, muk = theta
+    kpos = k > 1e-12 * max(1.0, np.abs(theta).max())
+    mu = muk / k if kpos else 0.0
+    J = np.array([[1, 0, 0], [0, 1, 0], [(-muk / k ** 2) if kpos else 0.0, 0, (1 / k) if kpos else 0.0]])
+    cov = J @ cov_theta @ J.T
+    cov = 0.5 * (cov + cov.T)
+    excitation = _excitation(Phi)
+    excitation[unexcited] = 0.0
+    std = np.sqrt(np.maximum(np.diag(cov_theta), 0.0))
+    identifiable = (excitation >= th.min_excitation) & ~unexcited & np.isfinite(std)
+    resid_rms = float(np.sqrt(np.mean(resid ** 2)))
+    y_rms = float(np.sqrt(np.mean(y ** 2)))
+    frac = resid_rms / y_rms if y_rms > 0 else float('inf')
+    reasons = []
+    if rank < 3:
+        reasons.append(f'regressor rank {rank} < 3')
+    elif cond > th.max_condition:
+        reasons.append(f'condition number {cond:.3g} > {th.max_condition:.3g}')
+    for j, name in enumerate(NAMES):
+        if not identifiable[j]:
+            reasons.append(f'{name} not identifiable (excitation {excitation[j]:.2g})')
+        elif active[j]:
+            reasons.append(f'{name} at its bound (0)')
+        elif not (np.isfinite(std[j]) and abs(theta[j]) > th.significance * std[j]):
+            reasons.append(f'{name} not significant ({theta[j]:.4g} ± {std[j]:.2g})')
+    if not kpos:
+        reasons.append('stiffness <= 0: friction undefined')
+    if frac > th.max_residual_fraction:
+        reasons.append(f'model leaves {100 * frac:.0f}% of the wrench unexplained')
+    if not np.all(np.isfinite(cov)):
+        cov = np.where(np.isfinite(cov), cov, 0.0)
+        cov[np.diag_indices(3)] = np.where(np.isfinite(np.diag(cov)) & (np.diag(cov) > 0), np.diag(cov), 1e300)
+    cov = cov + np.eye(3) * 1e-300                   # strictly positive definite for exact (noise-free) data
+    values = np.array([k, b, mu])
+    return MultiPointEstimate(values, theta, cov, not reasons, '; '.join(reasons) or 'ok', rank, cond, resid_rms,
+                              frac, active, identifiable, excitation, samples, rows, formulation)
+
+
+@dataclass
+class LocalFits:
+    """Per-instant solutions: theta (T, 3) = [k, b, μk] (NaN without contact), rank (T,), count (T,)."""
+    theta: np.ndarray
+    rank: np.ndarray
+    count: np.ndarray
+
+    @property
+    def rank_deficient(self) -> np.ndarray:
+        return (self.count > 0) & (self.rank < 3)
+
+
+def local_fits(blocks: np.ndarray, y: np.ndarray, count: np.ndarray) -> LocalFits:
+    """Pointwise minimum-norm least squares of each instant's block (column-scaled rank test)."""
+    T = len(blocks)
+    theta = np.full((T, 3), np.nan)
+    rank = np.zeros(T, int)
+    for i in np.nonzero(count > 0)[0]:
+        a = blocks[i]
+        sc = np.linalg.norm(a, axis=0)
+        sc = np.where(sc > 0, sc, 1.0)
+        s = np.linalg.svd(a / sc, compute_uv=False)
+        rank[i] = int(np.sum(s > s[0] * 1e-8)) if s[0] > 0 else 0
+        z, *_ = np.linalg.lstsq(a / sc, y[i], rcond=None)
+        theta[i] = z / sc
+    return LocalFits(theta, rank, np.asarray(count))
+
+
+def estimate(cs: ContactSet, force, moment=None, *, formulation: str = 'force', moment_scale: float = 0.1,
+             bounded: bool = True, thresholds: Thresholds | None = None) -> MultiPointEstimate:
+    """Global estimate from contact kinematics and the measured resultant wrench (one row block per instant)."""
+    T = len(cs.count)
+    blocks = regressor(cs, T, formulation, moment_scale)
+    moment = np.zeros((T, 3)) if moment is None else moment
+    y = measurement(force, moment, formulation, moment_scale)
+    use = cs.count > 0
+    est = global_fit(blocks[use].reshape(-1, 3), y[use].reshape(-1), bounded=bounded, thresholds=thresholds,
+                     formulation=formulation, samples_used=int(use.sum()))
+    return est
