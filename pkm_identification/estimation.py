@@ -1,0 +1,130 @@
+"""Offline identification runs on a record: force- or energy-based UKF, sample ordering, epochs, staged
+estimation (friction first, then inertia, then all; spec sec. 5.4), flags and warnings.
+
+Defaults [A] (spec 4.3, 5.5): alpha = 1e-3, beta = 2, kappa = 0, theta_0 = 0.8 theta_true when a truth is
+given, P_0 = diag((0.5 theta_0)^2), R^e = (0.1 N)^2 I, lower bounds 0 for masses and inertias.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import dynamics as D
+from .geometry import Machine
+from .identifiability import InformationMatrix, flags as make_flags
+from .records import Record
+from .ukf import ParameterUKF
+
+RATIO_ONLY = 'ratio_only'
+SCALE_WARNING = ('scale ambiguity: the measured actuator forces are ~0 (free fall?), so Y theta = 0 is '
+                 'homogeneous and only parameter ratios are identifiable; absolute values are not')
+
+
+@dataclass
+class Result:
+    names: tuple
+    theta: np.ndarray
+    std: np.ndarray
+    P: np.ndarray
+    flags: list
+    excitation: np.ndarray
+    counts: dict
+    warnings: list = field(default_factory=list)
+    history_t: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    history: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    history_std: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    nis: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    def error_pct(self, truth) -> np.ndarray:
+        return 100.0 * (self.theta / np.asarray(truth, float) - 1.0)
+
+    def value(self, name: str) -> float:
+        return float(self.theta[self.names.index(name)])
+
+
+def names_for(friction: bool) -> tuple:
+    return D.ALL_NAMES if friction else D.BASE_NAMES
+
+
+def sample_order(n: int, order: str = 'original', spread: int = 10, seed: int = 0) -> np.ndarray:
+    """'original' 0..n-1; 'spread' every spread-th sample then the next offset (1, 11, 21, ..., 2, 12, ...);
+    'shuffle' a random permutation."""
+    if order == 'original':
+        return np.arange(n)
+    if order == 'spread':
+        return np.concatenate([np.arange(o, n, spread) for o in range(spread)])
+    if order == 'shuffle':
+        return np.random.default_rng(seed).permutation(n)
+    raise ValueError(f"order '{order}' is not one of original, spread, shuffle")
+
+
+def make_filter(theta0, P0=None, R_e=0.01, m: int = 6, alpha=1e-3, beta=2.0, kappa=0.0, **kw) -> ParameterUKF:
+    theta0 = np.asarray(theta0, float)
+    P0 = (0.5 * np.abs(theta0)) ** 2 if P0 is None else P0
+    R = np.full(m, R_e) if np.ndim(R_e) == 0 else R_e
+    return ParameterUKF(theta0, P0, R, alpha=alpha, beta=beta, kappa=kappa, lower=np.zeros(len(theta0)), **kw)
+
+
+def identify(m: Machine, rec: Record, *, friction: bool = False, friction_model: str = 'continuous',
+             theta0=None, rel0: float = 0.8, P0=None, R_e: float = 0.01, model: str = 'force', window: int = 1,
+             order: str = 'original', spread: int = 10, epochs: int = 1, seed: int = 0, history_every: int = 10,
+             active=None, ukf: ParameterUKF | None = None, **ukf_kw) -> Result:
+    """Run the parameter UKF over a record and return the estimate with flags and history."""
+    names = names_for(friction)
+    if theta0 is None:
+        fr = rec.friction if rec.friction is not None else np.ones(12)
+        truth = rec.theta8 if not friction else np.concatenate([rec.theta8, fr])
+        theta0 = rel0 * truth
+    if model == 'force':
+        X = D.regressor(m, rec.q, rec.qd, rec.qdd, friction=friction, friction_model=friction_model)
+        Z = rec.F
+    elif model == 'energy':
+        X, Z = D.energy_regressor(m, rec.q, rec.qd, rec.L, rec.F, window=window, friction=friction,
+                                  friction_model=friction_model)
+    else:
+        raise ValueError(f"model '{model}' is not force or energy")
+    f = ukf or make_filter(theta0, P0, R_e, m=Z.shape[1], **ukf_kw)
+    if active is not None:
+        f.set_active(active)
+    info = InformationMatrix(len(names), f.R)
+    info.add(X, Z, np.asarray(theta0, float))
+    hist_t, hist, hist_s = [], [], []
+    step = 0
+    dt = (rec.t[1] - rec.t[0]) * (window if model == 'energy' else 1)
+    for ep in range(epochs):
+        for k in sample_order(len(Z), order, spread, seed + ep):
+            f.update(Z[k], X[k])
+            step += 1
+            if history_every and step % history_every == 0:
+                hist_t.append(step * dt)
+                hist.append(f.theta[0].copy())
+                hist_s.append(f.std[0].copy())
+    return finish(names, f, info, np.asarray(hist_t), np.asarray(hist), np.asarray(hist_s))
+
+
+def finish(names, f: ParameterUKF, info: InformationMatrix, hist_t=None, hist=None, hist_s=None) -> Result:
+    std, std0 = f.std[0], np.sqrt(np.diagonal(f.P0[0]))
+    excitation = np.clip(1.0 - (std / np.maximum(std0, 1e-300)) ** 2, 0.0, 1.0)
+    fl = make_flags(names, f.theta[0], std, excitation, f.active)
+    warnings = []
+    if info.scale_ambiguous():
+        warnings.append(SCALE_WARNING)
+        fl = [RATIO_ONLY if x in ('identified', 'converging') else x for x in fl]
+    return Result(tuple(names), f.theta[0].copy(), std, f.P[0].copy(), fl, excitation, dict(f.counts), warnings,
+                  np.zeros(0) if hist_t is None else hist_t, np.zeros((0, len(names))) if hist is None else hist,
+                  np.zeros((0, len(names))) if hist_s is None else hist_s, f.nis.copy())
+
+
+def staged(m: Machine, rec: Record, theta0, *, friction_model: str = 'continuous', R_e: float = 1.0,
+           P0=None, epochs_per_stage: int = 1, **kw) -> tuple[Result, list[Result]]:
+    """Stage 1: friction only (inertia held at theta0); stage 2: inertia only (friction from stage 1);
+    stage 3: all 20 together. One UKF carries over between stages. Returns (final, per-stage results)."""
+    theta0 = np.asarray(theta0, float)
+    f = make_filter(theta0, P0, R_e)
+    stages = []
+    for active in (np.arange(8, 20), np.arange(8), np.arange(20)):
+        res = identify(m, rec, friction=True, friction_model=friction_model, theta0=theta0, ukf=f, active=active,
+                       epochs=epochs_per_stage, R_e=R_e, **kw)
+        stages.append(res)
+    return stages[-1], stages
