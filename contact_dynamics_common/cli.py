@@ -54,6 +54,10 @@ def load_offline_nodes(config_path: str | Path) -> list:
     return nodes
 
 
+#: outputs per topic that run-bag keeps in memory for its report (thinned evenly; all are written to --out)
+RUN_BAG_KEPT = 20_000
+
+
 def run_bag(bag_path: str, config: str, out: str | None = None, report: str | None = None,
             progress: bool = True, overwrite: bool = True):
     """Replay ``bag_path`` through the configured nodes; returns (ReplayResult, summary or None, seconds)."""
@@ -67,7 +71,7 @@ def run_bag(bag_path: str, config: str, out: str | None = None, report: str | No
                        overwrite=overwrite) if out else None
     t0 = time.perf_counter()
     try:
-        result = replay(bag, nodes, writer, progress=progress)
+        result = replay(bag, nodes, writer, progress=progress, max_kept=RUN_BAG_KEPT)
     finally:
         if writer is not None:
             writer.close()
@@ -85,7 +89,7 @@ def run_bag(bag_path: str, config: str, out: str | None = None, report: str | No
 
 def _cmd_run_bag(args) -> int:
     result, summary, seconds = run_bag(args.bag, args.config, args.out, args.report, progress=not args.quiet)
-    n_out = sum(len(v) for v in result.outputs.values())
+    n_out = sum(result.counts.values())
     print(f'{args.bag}: {result.input_messages} input messages, {result.bag_duration_s:.2f} s of bag time '
           f'in {seconds:.3f} s ({result.bag_duration_s / max(seconds, 1e-9):.0f}x real time); '
           f'{n_out} estimates on {len(result.outputs)} topics')

@@ -1,23 +1,43 @@
 """Offline replay (run-bag): run estimator nodes over a recorded bag in bag time, as fast as possible.
 
-An offline node exposes ``node_name``, ``period_ns``, ``inputs() -> {topic: type}``,
-``push(topic, columns, slice)``, ``tick(now_ns) -> [(topic, type, fields)]`` and ``status()``. The bag's
-input topics are read once as numpy columns; at every timer tick of the node (bag time, its publish
-period from the bag's start) the messages logged since the previous tick are pushed in log-time order,
-then the node updates and its outputs are written with the tick as log time, exactly the sequence a live
-node sees when the bag is played at recorded speed. A node may also offer
-``replay_all(columns, ticks_ns) -> [[(topic, type, fields)] per tick]``, the outputs of that same
-sequence computed at once; it is used instead when present.
+Every node has a timer with period ``period_ns`` starting at the bag's first message; at each tick T the
+messages logged since the previous tick (log time <= T) are delivered in log-time order, then the node
+updates and its outputs are written with T as log time: exactly what a live node sees when the bag is
+played at recorded speed. The bag is streamed: it is read in chunks of about ``chunk_s`` seconds of bag
+time (``BagReader.iter_column_chunks``), so memory does not grow with the length of the bag.
+
+The offline node protocol (a node is any object with these):
+
+* ``node_name``, ``period_ns``, ``inputs() -> {topic: type}``, ``status() -> dict`` (counters);
+* ``push(topic, columns, slice)``: messages ``slice`` of a column dict (``msgconv`` schema) of one topic,
+  in log-time order. A node may receive several pushes of one topic between two ticks (a chunk boundary
+  falls between them), so ``push`` must only buffer;
+* ``tick(now_ns) -> [(topic, type, fields)]``: update on what was pushed, return the outputs;
+* optional ``replay_chunk(columns, ticks_ns) -> [[(topic, type, fields)] per tick]``: the same sequence
+  computed at once for consecutive ticks. ``columns`` ({topic: column dict}) hold the messages logged
+  since the previous call (the first call: since the start), ``ticks_ns`` the ticks due in this chunk
+  (possibly none); messages logged after ``ticks_ns[-1]`` belong to later ticks and must be kept by the
+  node for the next call. The node carries its state from call to call. When a node has it, it is used
+  instead of push/tick (unless ``replay(batched=False)``, the reference).
+* optional ``replay_all(columns, ticks_ns)``: the whole record in one call on a fresh node (no longer
+  used by ``replay``; kept by nodes for callers that hold a record in memory).
+
+A node without ``replay_chunk`` is driven by push/tick with the same chunked reading: memory stays bounded
+either way.
 """
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
 from .bag import BagReader, BagWriter
+
+#: bag seconds per chunk of streamed replay
+CHUNK_S = 10.0
 
 
 class ReplayError(ValueError):
@@ -32,7 +52,7 @@ class OfflineNode(Protocol):
     def push(self, topic: str, cols: dict, sl: slice) -> None: ...
     def tick(self, now_ns: int) -> list[tuple[str, str, dict]]: ...
     def status(self) -> dict: ...
-    # optional: def replay_all(self, columns: dict[str, dict], ticks_ns: np.ndarray) -> list[list[tuple]]: ...
+    # optional: def replay_chunk(self, columns: dict[str, dict], ticks_ns: np.ndarray) -> list[list[tuple]]: ...
 
 
 def resolve_topic(name: str, node_name: str, namespace: str = '/') -> str:
@@ -47,65 +67,148 @@ def resolve_topic(name: str, node_name: str, namespace: str = '/') -> str:
 
 @dataclass
 class ReplayResult:
-    outputs: dict[str, list[tuple[int, dict]]] = field(default_factory=dict)   # topic -> [(log_ns, fields)]
+    """Outputs of a replay. ``outputs`` holds every output (topic -> [(log_ns, fields)]) unless the replay
+    was asked to keep at most ``max_kept`` per topic: then an evenly thinned series, always ending with the
+    latest message; ``counts`` has the number of messages per topic either way."""
+
+    outputs: dict[str, list[tuple[int, dict]]] = field(default_factory=dict)
     types: dict[str, str] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
     input_messages: int = 0
     bag_duration_s: float = 0.0
     status: dict[str, dict] = field(default_factory=dict)
+    timing: dict[str, float] = field(default_factory=dict)     # seconds: read, estimate, write
+    chunks: int = 0
+
+
+class _Thinned:
+    """At most ``cap`` items of a series kept evenly (every ``stride``-th, the stride doubling when full),
+    plus the latest item."""
+
+    def __init__(self, items: list, cap: int):
+        self.items, self.cap, self.stride, self.n, self.tail = items, max(int(cap), 2), 1, 0, False
+
+    def add(self, item) -> None:
+        if self.tail:                      # the previous latest item was not a stride point
+            self.items.pop()
+        self.tail = self.n % self.stride != 0
+        self.items.append(item)
+        self.n += 1
+        if not self.tail and len(self.items) > self.cap:
+            self.items[:] = self.items[::2]
+            self.stride *= 2
+            self.tail = (self.n - 1) % self.stride != 0
+            if self.tail:                  # the latest item stays, as the tail
+                self.items.append(item)
 
 
 def replay(bag: BagReader, nodes: list[Any], writer: BagWriter | None = None,
-           progress: bool = False, batched: bool = True) -> ReplayResult:
-    """Run ``nodes`` over ``bag``; write every output to ``writer``; return all outputs.
+           progress: bool = False, batched: bool = True, chunk_s: float = CHUNK_S,
+           max_kept: int | None = None) -> ReplayResult:
+    """Run ``nodes`` over ``bag`` chunk by chunk; write every output to ``writer``; return the outputs.
 
-    ``batched=False`` drives every node tick by tick even when it offers ``replay_all`` (the reference).
+    ``batched=False`` drives every node by push/tick even when it offers ``replay_chunk`` (the reference).
+    ``chunk_s``: bag seconds read per chunk (rounded to the first node's ticks). ``max_kept``: keep at most
+    that many outputs per topic in the result (None: all).
     """
     result = ReplayResult(bag_duration_s=bag.duration_s)
-    columns: dict[str, dict] = {}
+    topics: list[str] = []
     for node in nodes:
         for topic, type_name in node.inputs().items():
             if topic not in bag.topics:
                 raise ReplayError(f"{node.node_name}: input topic {topic} is not in the bag "
-                               f"(topics: {', '.join(sorted(bag.topics))})")
+                                  f"(topics: {', '.join(sorted(bag.topics))})")
             if bag.topics[topic] != type_name:
                 raise ReplayError(f'{node.node_name}: {topic} has type {bag.topics[topic]} in the bag, '
-                                f'expected {type_name}')
-            if topic not in columns:
-                columns[topic] = bag.columns(topic)
-                result.input_messages += len(columns[topic]['log_ns'])
+                                  f'expected {type_name}')
+            if topic not in topics:
+                topics.append(topic)
+    if not nodes:
+        return result
     start, end = bag.start_ns, bag.end_ns
-    for node in nodes:
-        ticks = np.arange(start + node.period_ns, end + 2 * node.period_ns, node.period_ns, dtype=np.int64)
-        topics = list(node.inputs())
-        if batched and hasattr(node, 'replay_all'):
-            per_tick = node.replay_all({t: columns[t] for t in topics}, ticks)
-        else:
-            per_tick = _tick_by_tick(node, {t: columns[t] for t in topics}, ticks)
-        for now, outputs in zip(ticks.tolist(), _progress(per_tick, progress, node.node_name, len(ticks))):
-            for topic, type_name, fields in outputs:
-                result.outputs.setdefault(topic, []).append((now, fields))
-                result.types[topic] = type_name
-                if writer is not None:
-                    writer.write(topic, type_name, fields, now)
-        result.status[node.node_name] = node.status()
+    ticks = [np.arange(start + n.period_ns, end + 2 * n.period_ns, n.period_ns, dtype=np.int64) for n in nodes]
+    ends = _chunk_ends(ticks[0], chunk_s)
+    ends[-1] = max(int(t[-1]) for t in ticks)               # the last chunk takes everything
+    drivers = [_Driver(n, t, batched and hasattr(n, 'replay_chunk')) for n, t in zip(nodes, ticks)]
+    kept: dict[str, _Thinned] = {}
+    timing = dict.fromkeys(('read', 'estimate', 'write'), 0.0)
+    chunks = bag.iter_column_chunks(topics, ends)
+    bar = _progress(progress, 'replay', len(ends))
+    t_prev = time.perf_counter()
+    for chunk_end, columns in chunks:
+        t_read = time.perf_counter()
+        timing['read'] += t_read - t_prev
+        result.chunks += 1
+        result.input_messages += sum(len(c['log_ns']) for c in columns.values())
+        per_node = [d.run(columns, chunk_end) for d in drivers]
+        t_est = time.perf_counter()
+        timing['estimate'] += t_est - t_read
+        for d, outs in zip(drivers, per_node):
+            for now, outputs in outs:
+                for topic, type_name, fields in outputs:
+                    if topic not in kept:
+                        kept[topic] = _Thinned(result.outputs.setdefault(topic, []),
+                                               max_kept if max_kept is not None else np.iinfo(np.int64).max)
+                        result.types[topic] = type_name
+                    kept[topic].add((now, fields))
+                    if writer is not None:
+                        writer.write(topic, type_name, fields, now)
+        t_prev = time.perf_counter()
+        timing['write'] += t_prev - t_est
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    result.counts = {t: k.n for t, k in kept.items()}
+    result.status = {n.node_name: n.status() for n in nodes}
+    result.timing = timing
     return result
 
 
-def _tick_by_tick(node, columns: dict[str, dict], ticks: np.ndarray):
-    """Outputs per tick: push the messages logged since the previous tick, then tick."""
-    bounds = {t: np.searchsorted(cols['log_ns'], ticks, side='right') for t, cols in columns.items()}
-    pos = dict.fromkeys(columns, 0)
-    for k, now in enumerate(ticks.tolist()):
-        for t, cols in columns.items():
-            hi = int(bounds[t][k])
-            if hi > pos[t]:
-                node.push(t, cols, slice(pos[t], hi))
-                pos[t] = hi
-        yield node.tick(now)
+def _chunk_ends(ticks: np.ndarray, chunk_s: float) -> list[int]:
+    """Ticks about ``chunk_s`` apart that end the chunks (the last tick ends the last one)."""
+    if not len(ticks):
+        return [0]
+    period = int(ticks[1] - ticks[0]) if len(ticks) > 1 else 1
+    step = max(1, int(chunk_s * 1e9 // max(period, 1)))
+    ends = ticks[step - 1::step].tolist()
+    if not ends or ends[-1] != int(ticks[-1]):
+        ends.append(int(ticks[-1]))
+    return ends
 
 
-def _progress(it, enabled: bool, desc: str, total: int):
+class _Driver:
+    """One node through the chunks: ``replay_chunk`` or push/tick, its ticks consumed in order."""
+
+    def __init__(self, node, ticks: np.ndarray, batched: bool):
+        self.node, self.ticks, self.batched, self.next = node, ticks, batched, 0
+
+    def run(self, columns: dict[str, dict], chunk_end: int) -> list[tuple[int, list]]:
+        """The node's (tick, outputs) for its ticks up to ``chunk_end``, given the chunk's messages."""
+        hi = int(np.searchsorted(self.ticks, chunk_end, side='right'))
+        due = self.ticks[self.next:hi]
+        self.next = hi
+        cols = {t: columns[t] for t in self.node.inputs()}
+        if self.batched:
+            return list(zip(due.tolist(), self.node.replay_chunk(cols, due)))
+        bounds = {t: np.searchsorted(c['log_ns'], due, side='right') for t, c in cols.items()}
+        pos = dict.fromkeys(cols, 0)
+        out = []
+        for k, now in enumerate(due.tolist()):
+            for t, c in cols.items():
+                hi_t = int(bounds[t][k])
+                if hi_t > pos[t]:
+                    self.node.push(t, c, slice(pos[t], hi_t))
+                    pos[t] = hi_t
+            out.append((now, self.node.tick(now)))
+        for t, c in cols.items():                # logged after the last due tick: for the next chunk's ticks
+            if len(c['log_ns']) > pos[t]:
+                self.node.push(t, c, slice(pos[t], len(c['log_ns'])))
+        return out
+
+
+def _progress(enabled: bool, desc: str, total: int):
     if not enabled or not sys.stderr.isatty():
-        return it
+        return None
     from tqdm import tqdm
-    return tqdm(it, desc=desc, unit='tick', total=total, leave=False)
+    return tqdm(desc=desc, unit='chunk', total=total, leave=False)

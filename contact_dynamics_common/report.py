@@ -38,7 +38,8 @@ def write_summary(result: ReplayResult, path: Path, extra: dict | None = None) -
     summary: dict[str, Any] = {'bag_duration_s': float(result.bag_duration_s),
                                'input_messages': int(result.input_messages), 'topics': {}}
     for topic, items in sorted(result.outputs.items()):
-        summary['topics'][topic] = {'type': result.types[topic], 'message_count': len(items),
+        summary['topics'][topic] = {'type': result.types[topic],
+                                    'message_count': result.counts.get(topic, len(items)),
                                     'last': flatten_fields(items[-1][1])}
     summary['node_status'] = {k: {kk: _plain(vv) for kk, vv in v.items()} for k, v in result.status.items()}
     if extra:

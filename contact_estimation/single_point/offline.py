@@ -28,6 +28,7 @@ class OfflineContactEstimator:
         else:
             self.disp_topic, self.disp_type = resolve_topic(params['pose_topic'], NODE_NAME), POSE
         self._resolved: dict[str, str] = {}          # output topics, resolved once
+        self._held: tuple[Stream, Stream] | None = None     # replay_chunk: samples logged after its last tick
 
     def inputs(self) -> dict[str, str]:
         return {self.wrench_topic: WRENCH, self.disp_topic: self.disp_type}
@@ -50,6 +51,19 @@ class OfflineContactEstimator:
         last = int(ticks_ns[-1]) if len(ticks_ns) else np.iinfo(np.int64).min
         wrench, displacement = self.streams(columns, last)
         return [self._outputs(r) for r in self.pipeline.replay(wrench, displacement, ticks_ns)]
+
+    def replay_chunk(self, columns: dict[str, dict], ticks_ns: np.ndarray) -> list[list[tuple[str, str, dict]]]:
+        """The outputs at ``ticks_ns`` given the messages logged since the previous call
+        (``ContactPipeline.replay_chunk``); messages logged after the last tick are held for the next call."""
+        wrench, displacement = self.streams(columns)
+        if self._held is not None:
+            wrench, displacement = (_join(a, b) for a, b in zip(self._held, (wrench, displacement)))
+        last = int(ticks_ns[-1]) if len(ticks_ns) else np.iinfo(np.int64).min
+        now, later = zip(*(_split(s, last) for s in (wrench, displacement)))
+        self._held = later
+        if not len(ticks_ns):
+            return []
+        return [self._outputs(r) for r in self.pipeline.replay_chunk(*now, ticks_ns)]
 
     def contact_samples(self, columns: dict[str, dict]) -> ContactSamples:
         """Every in-contact sample of the record as the estimators receive them (for contact-compare)."""
@@ -82,3 +96,17 @@ class OfflineContactEstimator:
 
     def status(self) -> dict:
         return dict(self.pipeline.status())
+
+
+def _split(s: Stream, last_ns: int) -> tuple[Stream, Stream]:
+    """The samples logged up to ``last_ns`` and the rest."""
+    k = int(np.searchsorted(s.log_ns, last_ns, side='right'))
+    return Stream(*(a[:k] for a in s)), Stream(*(a[k:] for a in s))
+
+
+def _join(a: Stream, b: Stream) -> Stream:
+    if not len(a.log_ns):
+        return b
+    if not len(b.log_ns):
+        return a
+    return Stream(*(np.concatenate((x, y)) for x, y in zip(a, b)))

@@ -252,6 +252,19 @@ class ContactPipeline:
         used = self._t0_ns is not None or len(self.wrench_buffer) or len(self.disp_buffer)
         if used or self.wrench_gate.last_ns is not None or self.disp_gate.last_ns is not None:
             raise ValueError('replay needs a fresh pipeline')
+        return self.replay_chunk(wrench, displacement, ticks_ns)
+
+    def replay_chunk(self, wrench: Stream, displacement: Stream, ticks_ns: np.ndarray) -> list[TickReport]:
+        """``replay`` continued: the reports at ``ticks_ns`` of the samples logged since the previous call
+        (all by ``ticks_ns[-1]``), from the pipeline's current state, which is carried to the next call.
+
+        A record cut into consecutive chunks at tick boundaries gives the same reports as ``replay`` of the
+        whole record (and as stepping tick by tick): wrench samples still waiting for the displacement
+        stream, the differentiator's tail, the datum, the gates and the estimators all carry over. Each
+        chunk takes the one-pass path or, when it must (see ``replay``), is stepped tick by tick.
+        """
+        if len(self.wrench_buffer) or len(self.disp_buffer):
+            raise ValueError('replay_chunk needs empty input buffers (samples pushed but not stepped)')
         ticks = np.asarray(ticks_ns, dtype=np.int64)
         w_tick = _delivery_ticks(wrench.log_ns, ticks)
         d_tick = _delivery_ticks(displacement.log_ns, ticks)
@@ -277,8 +290,9 @@ class ContactPipeline:
 
     def _batch_plan(self, wrench: Stream, displacement: Stream, w_tick: np.ndarray, d_tick: np.ndarray,
                     n_ticks: int) -> tuple | None:
-        """Gate the whole record; return (wt, wf, dt, dc, ready tick per accepted wrench sample), or None
-        (gates untouched) when the record must be stepped tick by tick."""
+        """Gate the record; return (wt, wf, dt, dc, stamps and ready ticks of the wrench samples that may pair
+        now: those still queued from earlier chunks, then the accepted ones), or None (gates untouched)
+        when the record must be stepped tick by tick."""
         if _largest_block(w_tick, n_ticks) > self.wrench_buffer.capacity \
                 or _largest_block(d_tick, n_ticks) > self.disp_buffer.capacity:
             return None
@@ -289,28 +303,36 @@ class ContactPipeline:
             return None
         w_idx, d_idx = _indices(w_segs), _indices(d_segs)
         wt, dt = wrench.stamp_ns[w_idx], displacement.stamp_ns[d_idx]
-        w_tick, d_tick = w_tick[w_idx], d_tick[d_idx]
-        first_after = np.searchsorted(dt, wt, side='left')           # first displacement stamped >= t_w
-        ready = np.maximum(w_tick, np.append(d_tick, n_ticks)[first_after])
+        # earlier chunks: wrench samples still queued (delivered before this chunk, tick -1) and the newest
+        # displacement stamp (delivered too)
+        all_wt = np.concatenate((self._w_t, wt))
+        w_tick = np.concatenate((np.full(len(self._w_t), -1, dtype=np.int64), w_tick[w_idx]))
+        d_tick = np.concatenate((np.full(min(len(self._d_t), 1), -1, dtype=np.int64), d_tick[d_idx]))
+        first_after = np.searchsorted(np.concatenate((self._d_t[-1:], dt)), all_wt, side='left')
+        ready = np.maximum(w_tick, np.append(d_tick, n_ticks)[first_after])  # first displacement >= t_w
         waiting = _cumulative(w_tick, n_ticks) - _cumulative(ready, n_ticks)
         if len(waiting) and waiting.max() > self.wrench_buffer.capacity:
             return None
         self.wrench_gate, self.disp_gate = w_gate, d_gate
-        return wt, wrench.rows[w_idx], dt, displacement.rows[d_idx], ready
+        return wt, wrench.rows[w_idx], dt, displacement.rows[d_idx], all_wt, ready
 
-    def _replay_batched(self, wt, wf, dt, dc, ready: np.ndarray, n_ticks: int) -> list[TickReport]:
-        """One ingestion of the gated record; per tick, the samples used and the datum by then."""
+    def _replay_batched(self, wt, wf, dt, dc, all_wt: np.ndarray, ready: np.ndarray, n_ticks: int
+                        ) -> list[TickReport]:
+        """One ingestion of the gated chunk; per tick, the samples used and the datum by then."""
+        used_before = self.counts['samples_used']
+        datum_before = np.nan if self._datum is None else self._datum
         block = self._ingest(wt, wf, dt, dc)
-        paired_tick = ready[np.searchsorted(wt, block.paired_ns)]
+        paired_tick = ready[np.searchsorted(all_wt, block.paired_ns)]
         used = _cumulative(paired_tick[block.newest], n_ticks)
         if self.params['datum_mode'] == 'fixed':
             datum = [self.datum] * n_ticks
         else:
-            # the datum after the last sample paired by each tick (none paired: index -1, the appended NaN)
-            after = np.append(block.datum, np.nan)[_cumulative(paired_tick, n_ticks) - 1]
+            # the datum after the last sample paired by each tick (none paired yet in this chunk: index -1,
+            # the appended datum carried in from the previous chunk, NaN for none)
+            after = np.append(block.datum, datum_before)[_cumulative(paired_tick, n_ticks) - 1]
             datum = [self._datum_value(None if np.isnan(d) else d) for d in after.tolist()]
         per_estimator = [update_and_report(est, block.samples, used) for est in self.estimators.values()]
-        return [TickReport(list(ests), n, d, self._t0_ns, self.wrench_frame)
+        return [TickReport(list(ests), used_before + n, d, self._t0_ns, self.wrench_frame)
                 for ests, n, d in zip(zip(*per_estimator), used.tolist(), datum)]
 
     def _replay_stepwise(self, wrench: Stream, displacement: Stream, w_tick: np.ndarray, d_tick: np.ndarray,
