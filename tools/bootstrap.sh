@@ -24,9 +24,11 @@ inputs_hash() {
     local files
     shopt -s nullglob
     files=(requirements/lock.txt CMakeLists.txt package.xml setup.py setup.cfg msg/*.msg srv/*.srv tools/bootstrap.sh
-           scripts/* launch/* config/* resource/*)
+           scripts/* launch/* config/* config/*/* resource/*)
     shopt -u nullglob
-    { printf '%s\n' "${files[@]}"; cat "${files[@]}"; } | sha256sum | cut -d' ' -f1
+    local f regular=()
+    for f in "${files[@]}"; do [[ -f $f ]] && regular+=("$f"); done   # sub-directories of config/ are not files
+    { printf '%s\n' "${regular[@]}"; cat "${regular[@]}"; } | sha256sum | cut -d' ' -f1
 }
 
 # One bootstrap at a time per venv (parallel test runs, helpers): the others wait, then see the stamp.
