@@ -368,6 +368,9 @@ class _Collected:
 
 
 _MAGIC = b'\x89MCAP0\r\n'
+_RECORD_NAMES = {0x01: 'header', 0x03: 'schema', 0x04: 'channel', 0x05: 'message', 0x07: 'message index',
+                 0x08: 'chunk index', 0x09: 'attachment', 0x0A: 'attachment index', 0x0B: 'statistics',
+                 0x0C: 'metadata', 0x0D: 'metadata index', 0x0E: 'summary offset'}
 _DATA_END, _FOOTER = 0x0F, 0x02
 
 
@@ -564,12 +567,13 @@ class _McapFile:
                 break
             if opcode in (_DATA_END, _FOOTER):
                 if problem is not None:
-                    self._note(pos, 'summary', f'summary section unreadable ({problem}); all data records '
-                               f'before it are intact', lost_messages=0)
+                    cause = problem.__cause__ or problem
+                    self._note(pos, 'summary', f'summary section unreadable ({type(cause).__name__}); all '
+                               f'data records before it are intact', lost_messages=0, last_good_ns=last[0])
                 break
             if length > avail and opcode != 0x06:
-                self._note(pos, 'truncated', f'the file ends {length - avail} bytes into a record '
-                           f'(opcode 0x{opcode:02x}, {length} bytes)', last_good_ns=last[0])
+                self._note(pos, 'truncated', f'the file ends {length - avail} bytes into a '
+                           f'{_RECORD_NAMES.get(opcode, "record")} record ({length} bytes)', last_good_ns=last[0])
                 break
             body = f.read(min(length, avail))
             if opcode == 0x06:

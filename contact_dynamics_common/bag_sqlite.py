@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import yaml
 import zstandard
-from mcap.records import Channel, Schema, Statistics
+from mcap.records import Channel, ChunkIndex, Schema, Statistics
 from mcap.summary import Summary
 
 from . import msgdefs
@@ -109,18 +109,30 @@ class Db3File:
                                             metadata={'offered_qos_profiles': offered or '',
                                                       'topic_type_hash': type_hash or ''})
         counts, start, end = {}, None, None
-        for tid, n, lo, hi in self._db.execute(
-                'SELECT topic_id, count(*), min(timestamp), max(timestamp) FROM messages GROUP BY topic_id'):
-            counts[tid] = n
+        groups: dict[int, list[int]] = {}              # row-id group -> [first id, last id, first t, last t]
+        for g, tid, n, id_lo, id_hi, lo, hi in self._db.execute(
+                f'SELECT id / {BATCH} AS g, topic_id, count(*), min(id), max(id), min(timestamp), max(timestamp) '
+                f'FROM messages GROUP BY g, topic_id'):
+            counts[tid] = counts.get(tid, 0) + n
             start = lo if start is None else min(start, lo)
             end = hi if end is None else max(end, hi)
+            a = groups.setdefault(g, [id_lo, id_hi, lo, hi])
+            a[:] = [min(a[0], id_lo), max(a[1], id_hi), min(a[2], lo), max(a[3], hi)]
+        # row-id ranges stand in for MCAP chunks, so that readers going chunk by chunk (streamed replay)
+        # hold one range at a time: chunk_start_offset = first row id, chunk_length = number of ids
+        summary.chunk_indexes = [
+            ChunkIndex(message_start_time=lo, message_end_time=hi, chunk_start_offset=id_lo,
+                       chunk_length=id_hi - id_lo + 1, message_index_offsets={}, message_index_length=0,
+                       compression='', compressed_size=0, uncompressed_size=0)
+            for _, (id_lo, id_hi, lo, hi) in sorted(groups.items())]
         orphans = set(counts) - set(summary.channels)
         if orphans:
             raise BagError(f'{self.path}: messages of unknown topic ids {sorted(orphans)}')
         summary.statistics = Statistics(
             message_count=sum(counts.values()), schema_count=len(summary.schemas),
-            channel_count=len(summary.channels), attachment_count=0, metadata_count=0, chunk_count=0,
-            message_start_time=start or 0, message_end_time=end or 0, channel_message_counts=counts)
+            channel_count=len(summary.channels), attachment_count=0, metadata_count=0,
+            chunk_count=len(summary.chunk_indexes), message_start_time=start or 0, message_end_time=end or 0,
+            channel_message_counts=counts)
         return summary
 
     def _metadata(self, tables: set[str]) -> dict[str, Any] | None:
@@ -159,22 +171,29 @@ class Db3File:
     def _payload(self, data: bytes) -> bytes:
         return self._decompress.decompress(data) if data[:4] == _ZSTD_MAGIC else data
 
-    def _rows(self, channel_ids: set[int], order: str) -> Iterator[list[tuple[int, int, bytes]]]:
+    def _rows(self, channel_ids: set[int], order: str, id_range: tuple[int, int] | None = None
+              ) -> Iterator[list[tuple[int, int, bytes]]]:
         ids = sorted(channel_ids)
         if not ids:
             return
-        marks = ','.join('?' * len(ids))
+        where = f"topic_id IN ({','.join('?' * len(ids))})"
+        if id_range is not None:
+            where += ' AND id BETWEEN ? AND ?'
+            ids += list(id_range)
         try:
-            cur = self._db.execute(f'SELECT topic_id, timestamp, data FROM messages WHERE topic_id IN ({marks}) '
-                                   f'ORDER BY {order}', ids)
+            cur = self._db.execute(f'SELECT topic_id, timestamp, data FROM messages WHERE {where} ORDER BY {order}',
+                                   ids)
             while rows := cur.fetchmany(BATCH):
                 yield rows
         except sqlite3.DatabaseError as e:
             raise BagError(f'{self.path}: unreadable rosbag2 sqlite3 file ({e})') from e
 
-    def iter_pieces(self, channel_ids: set[int], chunks: Any = None) -> Iterator[_Piece]:
-        """Messages of the wanted channels in file (row id) order, ``BATCH`` rows per piece."""
-        for rows in self._rows(channel_ids, 'id'):
+    def iter_pieces(self, channel_ids: set[int], chunks: list[Any] | None = None) -> Iterator[_Piece]:
+        """Messages of the wanted channels in file (row id) order, at most ``BATCH`` rows per piece; only
+        the row-id ranges of ``chunks`` (entries of ``summary.chunk_indexes``) when given."""
+        ranges = [None] if chunks is None else [(c.chunk_start_offset, c.chunk_start_offset + c.chunk_length - 1)
+                                                for c in chunks]
+        for rows in (rows for r in ranges for rows in self._rows(channel_ids, 'id', r)):
             payloads = [self._payload(d) for _, _, d in rows]
             size = np.fromiter((len(p) for p in payloads), dtype=np.int64, count=len(payloads))
             yield _Piece(b''.join(payloads), np.fromiter((r[1] for r in rows), np.int64, len(rows)),

@@ -76,11 +76,12 @@ def run_bag(bag_path: str, config: str, out: str | None = None, report: str | No
         if writer is not None:
             writer.close()
     seconds = time.perf_counter() - t0
+    result.recovery = bag.recovery          # what of a damaged bag was used (BagRecovery)
     summary = None
     if report:
         truth = bag.custom_data.get('ground_truth')
         summary = write_summary(result, Path(report) / 'summary.yaml',
-                                extra={'replay_wall_s': seconds,
+                                extra={'replay_wall_s': seconds, 'bag': result.recovery.as_dict(),
                                        'speed_vs_real_time': result.bag_duration_s / max(seconds, 1e-9),
                                        'ground_truth': truth})
         plot_estimates(result, Path(report), truth)
@@ -93,6 +94,8 @@ def _cmd_run_bag(args) -> int:
     print(f'{args.bag}: {result.input_messages} input messages, {result.bag_duration_s:.2f} s of bag time '
           f'in {seconds:.3f} s ({result.bag_duration_s / max(seconds, 1e-9):.0f}x real time); '
           f'{n_out} estimates on {len(result.outputs)} topics')
+    for line in result.recovery.lines():
+        print(line)
     functions = [load_target(n.summary) for n in registry().offline_nodes.values() if n.summary]
     for topic, items in sorted(result.outputs.items()):
         line = _summary_line(functions, result.types.get(topic, ''), items[-1][1])
@@ -124,10 +127,15 @@ def _cmd_info(args) -> int:
 
     from .bag import BagReader
     bag = BagReader(args.bag)
+    recovery = bag.recovery if args.no_verify else bag.verify()
     counts = bag.message_counts
-    print(f'bag: {args.bag}\nduration: {bag.duration_s:.3f} s\nstart: {bag.start_ns} ns\ntopics:')
+    print(f'bag: {args.bag}\nstorage: {bag.storage} (index: {", ".join(sorted(set(recovery.indexed_by.values())))})'
+          f'\nmetadata: {bag.metadata_source}')
+    print(f'duration: {bag.duration_s:.3f} s\nstart: {bag.start_ns} ns\ntopics:')
     for topic, typ in sorted(bag.topics.items()):
         print(f'  {topic:40s} {typ:45s} {counts.get(topic, 0)} msgs')
+    for line in recovery.lines():
+        print(line)
     if bag.custom_data:
         print('custom_data:\n' + yaml.safe_dump(bag.custom_data, sort_keys=False))
     return 0
@@ -212,6 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser('play', help=BUILTIN['play'], add_help=False)
     info = sub.add_parser('info', help=BUILTIN['info'])
     info.add_argument('bag')
+    info.add_argument('--no-verify', action='store_true',
+                      help='do not read every chunk to check it (faster; damage found only in the index)')
     sub.add_parser('simulate', help=BUILTIN['simulate'], add_help=False)
     demo = sub.add_parser('demo', help=BUILTIN['demo'])
     demo.add_argument('names', nargs='*', help=f"demos to run (default all: {', '.join(reg.demos) or 'none'})")

@@ -1,4 +1,4 @@
-"""Publish a rosbag2 MCAP bag over DDS at recorded speed, like ``ros2 bag play --clock``.
+"""Publish a rosbag2 bag (MCAP or sqlite3) over DDS at recorded speed, like ``ros2 bag play --clock``.
 
 Messages are published as the recorded CDR bytes (rclpy's ``Publisher.publish`` accepts ``bytes``),
 scheduled by log time with ``time.perf_counter`` from one thread; ``/clock`` carries the bag time at
@@ -63,7 +63,8 @@ def play(bag_path: str | Path, *, rate: float = 1.0, clock_hz: float = 100.0,
          topics: Sequence[str] | None = None, wait_for_subscribers: float = 0.0, loop: bool = False,
          progress: bool = True, node: Any = None) -> dict[str, Any]:
     """Publish the bag; returns {'messages': {topic: n}, 'published', 'clock_ticks', 'loops', 'bag_s',
-    'wall_s', 'achieved_rate' (bag seconds per wall second), 'max_lag_s', 'subscribers_matched'}.
+    'wall_s', 'achieved_rate' (bag seconds per wall second), 'max_lag_s', 'subscribers_matched',
+    'recovery' (the reader's BagRecovery: what of a damaged bag was played)}.
 
     ``loop`` replays until interrupted (Ctrl-C ends playback and returns the stats). With ``node=None`` a
     node is created in a private rclpy context and shut down at the end.
@@ -83,7 +84,9 @@ def play(bag_path: str | Path, *, rate: float = 1.0, clock_hz: float = 100.0,
         rclpy.init(context=context)
         node = rclpy.create_node('contact_dynamics_player', context=context)
     try:
-        return _play(node, reader, selected, rate, clock_hz, wait_for_subscribers, loop, progress)
+        stats = _play(node, reader, selected, rate, clock_hz, wait_for_subscribers, loop, progress)
+        stats['recovery'] = reader.recovery
+        return stats
     finally:
         if context is not None:
             node.destroy_node()
@@ -212,6 +215,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     print(f"published {stats['published']} messages ({stats['clock_ticks']} clock ticks) in "
           f"{stats['wall_s']:.2f} s, {stats['achieved_rate']:.3f}x real time", file=sys.stderr)
+    for line in stats['recovery'].lines():
+        print(line, file=sys.stderr)
     return 0
 
 

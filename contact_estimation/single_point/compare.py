@@ -274,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     truth = bag.custom_data.get('ground_truth')
     paths = write_report(cmp, samples, args.report, truth, options)
     print(f'{args.bag}: {len(samples)} in-contact samples, {len(cmp.windows)} window(s) ({cmp.segmentation})')
+    for line in bag.recovery.lines():          # a damaged bag: what was used
+        print(line)
     for i, w in enumerate(cmp.windows):
         v = cmp.verdicts[i]
         print(f'window {i + 1} ({w.t0:.2f}-{w.t1:.2f} s, {w.mean_load:.1f} N): consensus k = '
