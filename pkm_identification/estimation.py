@@ -43,6 +43,14 @@ class Result:
         return float(self.theta[self.names.index(name)])
 
 
+def zero_phase_lowpass(a: np.ndarray, fs: float, cutoff_hz: float, order: int = 8) -> np.ndarray:
+    """scipy sosfiltfilt Butterworth along axis 0 (offline; the dissertation's 10 Hz / order 8)."""
+    from scipy.signal import butter, sosfiltfilt
+    if not 0 < cutoff_hz < fs / 2:
+        raise ValueError(f'cutoff {cutoff_hz} Hz must be in (0, {fs / 2:g}) Hz')
+    return sosfiltfilt(butter(order, cutoff_hz, fs=fs, output='sos'), a, axis=0)
+
+
 def names_for(friction: bool) -> tuple:
     return D.ALL_NAMES if friction else D.BASE_NAMES
 
@@ -69,8 +77,12 @@ def make_filter(theta0, P0=None, R_e=0.01, m: int = 6, alpha=1e-3, beta=2.0, kap
 def identify(m: Machine, rec: Record, *, friction: bool = False, friction_model: str = 'continuous',
              theta0=None, rel0: float = 0.8, P0=None, R_e: float = 0.01, model: str = 'force', window: int = 1,
              order: str = 'original', spread: int = 10, epochs: int = 1, seed: int = 0, history_every: int = 10,
-             active=None, ukf: ParameterUKF | None = None, **ukf_kw) -> Result:
-    """Run the parameter UKF over a record and return the estimate with flags and history."""
+             active=None, ukf: ParameterUKF | None = None, lowpass_hz: float | None = None, **ukf_kw) -> Result:
+    """Run the parameter UKF over a record and return the estimate with flags and history.
+
+    ``lowpass_hz``: zero-phase Butterworth (order 8) applied alike to the regressor rows and the measured
+    forces (the model is linear, so filtered F = filtered(Y) theta holds exactly without noise).
+    """
     names = names_for(friction)
     if theta0 is None:
         fr = rec.friction if rec.friction is not None else np.ones(12)
@@ -84,6 +96,9 @@ def identify(m: Machine, rec: Record, *, friction: bool = False, friction_model:
                                   friction_model=friction_model)
     else:
         raise ValueError(f"model '{model}' is not force or energy")
+    if lowpass_hz:
+        fs = 1.0 / float(rec.t[1] - rec.t[0]) / (window if model == 'energy' else 1)
+        X, Z = zero_phase_lowpass(X, fs, lowpass_hz), zero_phase_lowpass(Z, fs, lowpass_hz)
     f = ukf or make_filter(theta0, P0, R_e, m=Z.shape[1], **ukf_kw)
     if active is not None:
         f.set_active(active)

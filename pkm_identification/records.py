@@ -53,10 +53,11 @@ def _com_motion(q, qd, qdd, c):
 
 
 def actuated(m: Machine, trajectory: str = 'x', duration: float = 4.0, rate: float = 1000.0, theta12=None,
-             friction=None, friction_model: str = 'continuous', com_offset=None, scale: float = 1.0) -> Record:
+             friction=None, friction_model: str = 'continuous', com_offset=None, scale: float = 1.0,
+             omega: float = T.W_TABLE) -> Record:
     """Prescribed motion about home; F_a from the full-tensor inverse dynamics (with friction if given)."""
     t = np.arange(int(round(duration * rate))) / rate
-    q, qd, qdd = T.make(trajectory, scale).sample(m.home_q, t)
+    q, qd, qdd = T.make(trajectory, scale, omega).sample(m.home_q, t)
     th12 = m.theta12() if theta12 is None else np.asarray(theta12, float)
     if com_offset is not None:
         c = np.asarray(com_offset, float)
