@@ -7,6 +7,7 @@ lets callbacks only copy samples into buffers, runs the estimation on a timer an
 """
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
@@ -17,6 +18,7 @@ import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
@@ -73,6 +75,48 @@ class RateMeter:
         return time.monotonic() - self._times[-1] if self._times else float('inf')
 
 
+class InputStats(RateMeter):
+    """One input's counters at the callback: received (``count``), rate, age, and the samples lost before the
+    callback (the subscription queue overflowing, transport losses).
+
+    ``lost_in_queue``: gaps in each publisher's publication sequence numbers (exact; needs callbacks with
+    MessageInfo, i.e. ``message_info_callbacks()``); ``lost_reported``: what the middleware's message-lost
+    event reports (Fast DDS: transport-level losses only, not keep-last queue overwrites).
+    """
+
+    def __init__(self, window: int = 200):
+        super().__init__(window)
+        self.lost_in_queue = 0
+        self.lost_reported = 0
+        self._last_seq: dict[bytes, int] = {}
+
+    def sequence(self, info) -> None:
+        """Count the publications skipped since this publisher's previous message (MessageInfo dict)."""
+        seq = info.get('publication_sequence_number')
+        if seq is None:
+            return
+        gid = info.get('publisher_gid')
+        key = bytes(gid['data']) if gid else b''
+        last = self._last_seq.get(key)
+        if last is None or seq > last:
+            if last is not None:
+                self.lost_in_queue += seq - last - 1
+            self._last_seq[key] = seq
+
+    def lost(self) -> int:
+        return max(self.lost_in_queue, self.lost_reported)
+
+
+def message_info_callbacks() -> bool:
+    """Whether subscription callbacks can receive MessageInfo (publication sequence numbers): with the
+    single-threaded executor. rclpy 9.3's EventsExecutor (the default here) fails on two-argument callbacks."""
+    return os.environ.get('CONTACT_DYNAMICS_EXECUTOR', 'events') == 'single'
+
+
+#: drop causes that mean the node did not keep up (the others are rejected input)
+OVERLOAD_CAUSES = ('queue', 'overflow')
+
+
 class CostMeter:
     """Wall-clock cost of the estimation updates: p50 / p99 / max over the last N updates (ms)."""
 
@@ -120,6 +164,8 @@ class EstimatorNode(LifecycleNode):
         self.active = False
         self._timers_started = False
         self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 1)
+        self._drops_seen: dict[str, dict[str, int]] = {}
+        self._overload_logged = 0.0
         self.create_service(Trigger, '~/reset', self._on_reset)
 
     # ------------------------------------------------------------------ parameters
@@ -212,6 +258,51 @@ class EstimatorNode(LifecycleNode):
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.status = self.diagnostics()
         self._diag_pub.publish(msg)
+
+    # ------------------------------------------------------------------ inputs and their accounting
+    def subscribe_input(self, msg_type, topic: str, callback, stats: InputStats, depth: int):
+        """A sensor-data subscription whose losses before the callback are counted in ``stats``."""
+        def on_lost(event) -> None:
+            stats.lost_reported = int(event.total_count)
+
+        events = SubscriptionEventCallbacks(message_lost=on_lost)
+        cb = callback
+        if message_info_callbacks():
+            def cb(msg, info):
+                stats.sequence(info)
+                callback(msg)
+        return self.create_subscription(msg_type, topic, cb, sensor_qos(depth), event_callbacks=events)
+
+    def input_ledger(self, name: str, stats: InputStats, accepted: int, pending: int,
+                     dropped: dict[str, int]) -> tuple[dict, str]:
+        """/diagnostics values of one input's ledger, and a warning text when samples were dropped since
+        the previous report ('' otherwise). Logs the overload as a WARN (at most every 5 s).
+
+        received (callbacks) = accepted + pending + sum(dropped.<cause>); ``unaccounted`` is the difference
+        (0 unless a sample went missing uncounted). ``dropped.queue``: lost before the callback (see
+        InputStats), not part of received.
+        """
+        dropped = {**dropped, 'queue': stats.lost()}
+        after_callback = sum(v for k, v in dropped.items() if k != 'queue')
+        values = {'received': stats.count, 'accepted': accepted, 'pending': pending,
+                  'dropped_total': after_callback + dropped['queue'],
+                  **{f'dropped.{k}': v for k, v in dropped.items()},
+                  'unaccounted': stats.count - accepted - pending - after_callback}
+        seen = self._drops_seen.get(name, {})
+        new = {k: v - seen.get(k, 0) for k, v in dropped.items() if v > seen.get(k, 0)}
+        self._drops_seen[name] = dict(dropped)
+        if not new:
+            return values, ''
+        overload = {k: n for k, n in new.items() if k in OVERLOAD_CAUSES}
+        parts = ', '.join(f'{k} {n}' for k, n in sorted(new.items(), key=lambda kv: -kv[1]))
+        text = f'{sum(new.values())} samples dropped since the last report ({parts})'
+        if overload:
+            text = 'overload: ' + text
+            now = time.monotonic()
+            if now - self._overload_logged >= 5.0:
+                self._overload_logged = now
+                self.get_logger().warning(f'input {name}: {text}; rate {stats.rate():.0f} Hz, {pending} pending')
+        return values, text
 
     # ------------------------------------------------------------------ subclass interface
     def configure(self) -> None:

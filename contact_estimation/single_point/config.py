@@ -66,8 +66,14 @@ PARAMS: list[ParamSpec] = [
               'estimators; smaller steps back are dropped as out-of-order.', low=0.0, low_open=True, unit='s'),
     ParamSpec('input_queue_size', 1000, 'Depth of the sensor-data QoS input queues (1000 = 1 s at 1 kHz).', low=1,
               high=100000),
-    ParamSpec('buffer_capacity', 20000, 'Samples buffered per input between two estimation updates.',
+    ParamSpec('buffer_capacity', 20000, 'Samples buffered per input between two estimation updates; when full, the '
+              'oldest unprocessed samples are overwritten (counted as dropped.overflow in /diagnostics). '
+              'Also bounds the lag of the estimate under overload (buffer_capacity / input rate).',
               low=100, high=10000000),
+    ParamSpec('max_samples_per_update', 5000, 'Live node: at most this many samples of each input are processed '
+              'per estimation update, the rest in the next ones (a bounded update cost, about 1-3 us per sample; '
+              'estimates are the same once the backlog is worked off). run-bag processes everything.',
+              low=10, high=10000000),
     # --- estimation ---
     ParamSpec('model', 'kelvin_voigt', "Contact model: 'kelvin_voigt' F = k x + b xdot, or "
               "'kelvin_voigt_mass' F = k x + b xdot + m xddot (rls only).",

@@ -7,7 +7,10 @@ Publishes   ~/estimate (primary algorithm) and ~/<algorithm>/estimate (contact_d
 Services    ~/reset (std_srvs/Trigger), ~/tare (std_srvs/Trigger: force bias from the latest unloaded
             wrench samples); the lifecycle services (~/change_state, ~/get_state, ...): a managed
             node that configures and activates itself unless autostart is false.
-Callbacks only copy samples into the pipeline's ring buffers; estimation runs on a timer at publish_rate.
+Callbacks only copy samples into the pipeline's ring buffers; estimation runs on a timer at publish_rate and
+processes at most max_samples_per_update samples of each input per update (bounded cost; the rest waits in
+the ring buffer). Every input sample is accounted for in /diagnostics: received = accepted + pending +
+dropped by cause (overflow, stamp gate, ...), with a WARN when the node does not keep up.
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from std_srvs.srv import Trigger
 
 from contact_dynamics.msg import ContactEstimate as ContactEstimateMsg
 from contact_dynamics_common.msgconv import stamp_to_ns
-from contact_dynamics_common.node import ERROR, OK, WARN, EstimatorNode, RateMeter, output_qos, run, sensor_qos, status
+from contact_dynamics_common.node import ERROR, OK, WARN, EstimatorNode, InputStats, output_qos, run, status
 from contact_dynamics_common.rosfill import fill
 
 from .config import NODE_NAME, PARAMS
@@ -29,7 +32,8 @@ class ContactEstimatorNode(EstimatorNode):
     def __init__(self, **kwargs):
         super().__init__(NODE_NAME, PARAMS, **kwargs)
         self.pipeline: ContactPipeline | None = None
-        self.rates = {'wrench': RateMeter(), 'displacement': RateMeter()}
+        self.rates = {'wrench': InputStats(), 'displacement': InputStats()}
+        self.deferred_updates = 0          # updates that left samples for the next one (max_samples_per_update)
         self.pubs: dict = {}
         self.latest = []
         self._reported_error = ''
@@ -39,12 +43,13 @@ class ContactEstimatorNode(EstimatorNode):
         p = self.params
         self.pipeline = ContactPipeline(p)
         if not self.pubs:
-            qos = sensor_qos(p['input_queue_size'])
-            self.create_subscription(WrenchStamped, p['wrench_topic'], self._on_wrench, qos)
+            depth = p['input_queue_size']
+            self.subscribe_input(WrenchStamped, p['wrench_topic'], self._on_wrench, self.rates['wrench'], depth)
             if p['displacement_source'] == 'joint_state':
-                self.create_subscription(JointState, p['joint_states_topic'], self._on_joint_state, qos)
+                self.subscribe_input(JointState, p['joint_states_topic'], self._on_joint_state,
+                                     self.rates['displacement'], depth)
             else:
-                self.create_subscription(PoseStamped, p['pose_topic'], self._on_pose, qos)
+                self.subscribe_input(PoseStamped, p['pose_topic'], self._on_pose, self.rates['displacement'], depth)
             topics = ['~/estimate'] + [f'~/{a}/estimate' for a in p['algorithms']]
             self.pubs = {t: self.create_lifecycle_publisher(ContactEstimateMsg, t, output_qos()) for t in topics}
             self.create_service(Trigger, '~/tare', self._on_tare)
@@ -77,7 +82,9 @@ class ContactEstimatorNode(EstimatorNode):
 
     # --- timer ---
     def update(self) -> None:
-        estimates = self.pipeline.step()
+        estimates = self.pipeline.step(self.params['max_samples_per_update'])
+        if self.pipeline.backlog:
+            self.deferred_updates += 1
         self.latest = estimates
         if self.pipeline.last_error and self.pipeline.last_error != self._reported_error:
             self._reported_error = self.pipeline.last_error
@@ -111,11 +118,14 @@ class ContactEstimatorNode(EstimatorNode):
             return [status(f'{self.get_name()}: pipeline', WARN, 'not configured (lifecycle state unconfigured)', {})]
         timeout = self.params['sensor_timeout']
         counts = self.pipeline.status()
+        ledger = self.pipeline.ledger()
         out = []
         for name, meter in self.rates.items():
             age = meter.age()
             rejected = {k: v for k, v in counts.items() if k.startswith(name + '.')}
-            values = {'rate_hz': meter.rate(), 'received': meter.count, 'age_s': age, **rejected}
+            account, dropping = self.input_ledger(name, meter, ledger[name]['accepted'], ledger[name]['pending'],
+                                                  ledger[name]['dropped'])
+            values = {'rate_hz': meter.rate(), 'received': meter.count, 'age_s': age, **rejected, **account}
             if name == 'displacement':
                 values.update({k: counts.get(k, 0) for k in ('joint_missing', 'joint_state_empty',
                                                               'joint_state_malformed')})
@@ -124,6 +134,8 @@ class ContactEstimatorNode(EstimatorNode):
                 level, msg = ERROR, self.pipeline.last_error
             elif meter.count == 0:
                 level, msg = WARN, 'no messages received'
+            elif dropping.startswith('overload'):
+                level, msg = WARN, dropping
             elif age > timeout:
                 level, msg = WARN, f'stale: no message for {age:.2f} s'
             elif bad:
@@ -134,8 +146,15 @@ class ContactEstimatorNode(EstimatorNode):
         pipeline_values = {k: v for k, v in counts.items() if '.' not in k}
         pipeline_values.update(self.cost.figures())
         pipeline_values['updates'] = self.updates
-        out.append(status(f'{self.get_name()}: pipeline', OK if self.active else WARN,
-                          'ok' if self.active else 'inactive: estimate frozen', pipeline_values))
+        pipeline_values.update({'backlog': self.pipeline.backlog, 'deferred_updates': self.deferred_updates,
+                                'max_samples_per_update': self.params['max_samples_per_update'],
+                                'wrench_buffer_high_water': self.pipeline.wrench_buffer.high_water,
+                                'displacement_buffer_high_water': self.pipeline.disp_buffer.high_water})
+        level, msg = (OK, 'ok') if self.active else (WARN, 'inactive: estimate frozen')
+        if self.active and self.pipeline.backlog > self.params['max_samples_per_update']:
+            level, msg = WARN, (f'behind: {self.pipeline.backlog} samples pending, at most '
+                                f"{self.params['max_samples_per_update']} per input and update")
+        out.append(status(f'{self.get_name()}: pipeline', level, msg, pipeline_values))
         for est in self.latest:
             values = {'valid': est.valid, 'samples_used': est.samples_used, 'residual_rms': est.residual_rms,
                       'condition_number': est.condition_number,

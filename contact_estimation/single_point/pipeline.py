@@ -203,10 +203,16 @@ class ContactPipeline:
         return idx
 
     # ---------------------------------------------------------------- processing
-    def step(self) -> list[ContactEstimate]:
-        """Process everything buffered; return the current estimate of every estimator."""
-        wt, wf = self.wrench_buffer.pop_all()
-        dt, dc = self.disp_buffer.pop_all()
+    def step(self, max_samples: int | None = None) -> list[ContactEstimate]:
+        """Process everything buffered (at most the oldest ``max_samples`` of each stream, leaving the rest
+        for the next step: a bounded cost per update); return the current estimate of every estimator.
+
+        Chunking does not change the estimates, only when they include the samples: the result after the
+        backlog is worked off equals one step over everything (pairing, differentiator and estimators
+        carry their state across steps).
+        """
+        wt, wf = self.wrench_buffer.pop(max_samples)
+        dt, dc = self.disp_buffer.pop(max_samples)
         w_segs = self.wrench_gate.filter(wt, np.isfinite(wf).all(axis=1))
         d_segs = self.disp_gate.filter(dt, np.isfinite(dc).all(axis=1))
         if any(s.reset_before for s in w_segs + d_segs):
@@ -516,6 +522,31 @@ class ContactPipeline:
     def _datum_value(self, d: float | None) -> float:
         """A datum of the coordinate c in the input's own units (0 when there is none)."""
         return 0.0 if d is None else float(self._coord_sign * d)
+
+    @property
+    def backlog(self) -> int:
+        """Samples buffered but not yet processed (both streams)."""
+        return len(self.wrench_buffer) + len(self.disp_buffer)
+
+    def ledger(self) -> dict[str, dict]:
+        """Per stream: samples accepted by the stamp gate, pending in the ring buffer, and dropped by cause.
+
+        Every sample pushed is in exactly one of them: pushed = accepted + pending + sum(dropped).
+        Causes: ``zero_stamp``, ``nonfinite``, ``out_of_order`` (stamp gate), ``overflow`` (ring buffer full:
+        the oldest unread samples overwritten), ``reset`` (buffered when the estimators were reset) and, for
+        JointState, ``joint_missing``, ``joint_state_empty``, ``joint_state_malformed``.
+        """
+        out = {}
+        for name, gate, buf in (('wrench', self.wrench_gate, self.wrench_buffer),
+                                ('displacement', self.disp_gate, self.disp_buffer)):
+            c = gate.counts
+            dropped = {'zero_stamp': c.zero_stamp, 'nonfinite': c.nonfinite, 'out_of_order': c.out_of_order,
+                       'overflow': buf.overflowed, 'reset': buf.discarded}
+            if name == 'displacement' and self.source == 'joint_state':
+                dropped.update({k: self.counts[k] for k in ('joint_missing', 'joint_state_empty',
+                                                            'joint_state_malformed')})
+            out[name] = {'accepted': c.accepted, 'pending': len(buf), 'dropped': dropped}
+        return out
 
     def status(self) -> dict:
         """Counters for diagnostics: per-stream gate counts and pipeline counts."""

@@ -1,0 +1,189 @@
+"""The live node under overload: every sample accounted for by cause, a bounded update cost, valid estimates.
+
+Pipeline level (no ROS): a burst far larger than the per-update budget is processed over several updates,
+each taking at most the budget, and ends with the same estimates as one unbounded update (1e-12); the
+ledger balances (pushed = accepted + pending + dropped by cause). Over DDS: contact_estimator with a small
+buffer and budget is flooded; /diagnostics must account for every received sample
+(received = accepted + pending + dropped.<cause>, overflow > 0, an 'overload' WARN) and, with the
+single-threaded executor (publication sequence numbers), for every published one (published = received +
+dropped.queue); the estimates stay finite, SPD and valid.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+
+from contact_dynamics_common.params import validate_all
+from contact_dynamics_common.ringbuffer import RingBuffer
+from contact_estimation.single_point.config import PARAMS
+from contact_estimation.single_point.pipeline import ContactPipeline
+from contact_estimation.single_point.simulate import KelvinVoigt1Dof
+
+
+def _params(**over) -> dict:
+    return validate_all(PARAMS, {'joint_name': 'slider', **over})
+
+
+def test_ring_buffer_pop_leaves_the_rest_and_accounts_for_every_sample():
+    rb = RingBuffer(5, 1)
+    rb.extend(np.arange(1, 5), np.arange(4.0))
+    st, rows = rb.pop(3)
+    assert st.tolist() == [1, 2, 3] and rows[:, 0].tolist() == [0, 1, 2] and len(rb) == 1
+    rb.extend(np.arange(5, 11), np.arange(6.0))               # 1 + 6 > 5: the two oldest are overwritten
+    assert rb.overflowed == 2 and rb.high_water == 5
+    assert rb.pop(2)[0].tolist() == [6, 7] and rb.pop(0)[0].tolist() == [] and rb.pop()[0].tolist() == [8, 9, 10]
+    rb.append(11, 1.0)
+    rb.clear()
+    assert rb.discarded == 1
+    assert rb.appended == rb.popped + rb.overflowed + rb.discarded + len(rb) == 11
+
+
+def _push(p: ContactPipeline, m: dict, sl: slice) -> None:
+    p.push_wrench_columns(m['stamp_ns'][sl], m['force_meas'][sl])
+    p.push_joint_columns(m['stamp_ns'][sl], ['slider'], m['q'][sl, None])
+
+
+def _same(a, b) -> None:
+    for x, y in zip(a, b):
+        assert x.samples_used == y.samples_used and x.valid == y.valid and x.reason == y.reason
+        np.testing.assert_allclose(x.values, y.values, rtol=1e-12)
+        np.testing.assert_allclose(x.covariance, y.covariance, rtol=1e-9, atol=1e-300)
+
+
+def test_a_burst_beyond_the_budget_is_worked_off_in_bounded_updates_with_the_same_estimates():
+    m = KelvinVoigt1Dof(duration=6.0, rate=1000.0, seed=5).measurements()
+    params = _params(buffer_capacity=20000)
+    whole, chunked = ContactPipeline(params), ContactPipeline(params)
+    _push(whole, m, slice(0, 1000))
+    _push(chunked, m, slice(0, 1000))
+    _same(whole.step(), chunked.step())                                        # warm-up, then the burst:
+    _push(whole, m, slice(1000, 6000))                                         # 5000 samples per input at once
+    _push(chunked, m, slice(1000, 6000))
+    reference = whole.step()
+    budget, steps = 400, 0
+    while chunked.backlog:
+        before = chunked.wrench_buffer.popped, chunked.disp_buffer.popped
+        estimates = chunked.step(budget)
+        steps += 1
+        assert chunked.wrench_buffer.popped - before[0] <= budget and chunked.disp_buffer.popped - before[1] <= budget
+    assert steps == math.ceil(5000 / budget)
+    assert chunked.counts['samples_used'] == whole.counts['samples_used'] > 5500
+    _same(reference, estimates)
+    assert all(e.valid for e in estimates) and abs(estimates[0].stiffness / 4800 - 1) < 0.01
+
+
+def test_the_ledger_balances_under_overflow_and_bad_samples():
+    m = KelvinVoigt1Dof(duration=2.0, rate=1000.0, seed=6).measurements()
+    p = ContactPipeline(_params(buffer_capacity=300))
+    force = m['force_meas'].copy()
+    force[::97, 0] = np.nan
+    stamps = m['stamp_ns'].copy()
+    stamps[1750] = 0
+    pushed = 0
+    for lo in range(0, 2000, 700):                                             # 700 per update > capacity 300
+        sl = slice(lo, lo + 700)
+        p.push_wrench_columns(stamps[sl], force[sl])
+        p.push_joint_columns(stamps[sl], ['slider'], m['q'][sl, None])
+        p.push_joint_state(int(stamps[sl][0]) + 1, ['elbow'], [0.0])            # a JointState without the joint
+        pushed += len(stamps[sl])
+        p.step(100)
+    for name, extra in (('wrench', 0), ('displacement', 3)):
+        led = p.ledger()[name]
+        assert led['accepted'] + led['pending'] + sum(led['dropped'].values()) == pushed + extra, (name, led)
+        assert led['dropped']['overflow'] >= 3 * 400 - 300 and led['dropped']['zero_stamp'] == 1
+    assert p.ledger()['wrench']['dropped']['nonfinite'] > 0
+    assert p.ledger()['displacement']['dropped']['joint_missing'] == 3
+    p.reset()
+    led = p.ledger()['wrench']
+    assert led['pending'] == 0 and led['accepted'] + sum(led['dropped'].values()) == pushed
+
+
+# ---------------------------------------------------------------------------------------------- over DDS
+@pytest.mark.ros
+@pytest.mark.parametrize('executor', ['events', 'single'])
+def test_flooded_node_accounts_for_every_sample(executor, monkeypatch):
+    rclpy = pytest.importorskip('rclpy')
+    from diagnostic_msgs.msg import DiagnosticArray
+    from geometry_msgs.msg import WrenchStamped
+    from rclpy.node import Node
+    from sensor_msgs.msg import JointState
+
+    from contact_dynamics.msg import ContactEstimate
+    from ros_harness import ROOT, Listener, start_node, stop, wait_matched
+
+    monkeypatch.setenv('CONTACT_DYNAMICS_EXECUTOR', executor)
+    sim = KelvinVoigt1Dof(duration=2.0, rate=2000.0, seed=8)
+    m = sim.measurements()
+    n = len(m['t'])
+    proc = start_node('contact_estimation.single_point.node', '--params-file', str(ROOT / 'config' / 'contact_estimator.yaml'),
+                      '-p', 'buffer_capacity:=400', '-p', 'max_samples_per_update:=100', '-p', 'input_queue_size:=50')
+    if not rclpy.ok():
+        rclpy.init()
+    listener = Listener({'/diagnostics': DiagnosticArray, '/contact_estimator/rls/estimate': ContactEstimate},
+                        name='overload_listener')
+    node = Node('overload_publisher')
+    try:
+        wrench_pub = node.create_publisher(WrenchStamped, '/wrench', 1000)
+        joint_pub = node.create_publisher(JointState, '/joint_states', 1000)
+        wait_matched([wrench_pub, joint_pub])
+        w, j = WrenchStamped(), JointState()
+        w.header.frame_id, j.name = 'ft_sensor', ['slider']
+        t0 = time.perf_counter()
+        for i in range(n):                  # 4 kHz per topic: twice what the node may process (100 x 20 Hz)
+            if i % 20 == 0:
+                delay = t0 + i / 4000.0 - time.perf_counter()
+                if delay > 0:
+                    time.sleep(delay)
+            sec, nsec = divmod(int(m['stamp_ns'][i]), 10**9)
+            w.header.stamp.sec, w.header.stamp.nanosec = sec, nsec
+            w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = (float(v) for v in m['force_meas'][i])
+            j.header.stamp.sec, j.header.stamp.nanosec = sec, nsec
+            j.position = [float(m['q'][i])]
+            wrench_pub.publish(w)
+            joint_pub.publish(j)
+        flood_s = time.perf_counter() - t0
+
+        def settled():
+            v = _diag(listener, 'contact_estimator: input wrench')
+            d = _diag(listener, 'contact_estimator: input displacement')
+            return v and d and v['pending'] == '0' and d['pending'] == '0' and v['age_s'] != 'inf' \
+                and float(v['age_s']) > 1.2
+        assert listener.wait_for(settled, timeout=20.0), _diag(listener, 'contact_estimator: input wrench')
+    finally:
+        node.destroy_node()
+        log = stop(proc)
+        listener.close()
+    statuses = [st for arr in listener.get('/diagnostics') for st in arr.status]
+    for name in ('wrench', 'displacement'):
+        v = _diag(listener, f'contact_estimator: input {name}')
+        received, accepted = int(v['received']), int(v['accepted'])
+        dropped = {k.split('.', 1)[1]: int(x) for k, x in v.items() if k.startswith('dropped.')}
+        after_callback = sum(x for k, x in dropped.items() if k != 'queue')
+        assert received == accepted + after_callback and v['unaccounted'] == '0', v
+        assert dropped['overflow'] > 0 and received > n / 2, (flood_s, v)
+        if executor == 'single':
+            assert received + dropped['queue'] == n, (n, v)          # every published sample accounted for
+        else:
+            assert received + dropped['queue'] <= n, (n, v)
+    assert any(st.level == b'\x01' and st.message.startswith('overload:') for st in statuses)
+    assert 'overload:' in log                                             # the WARN log line
+    pipeline = _diag(listener, 'contact_estimator: pipeline')
+    assert int(pipeline['deferred_updates']) > 0 and int(pipeline['wrench_buffer_high_water']) == 400
+    estimates = listener.get('/contact_estimator/rls/estimate')
+    assert estimates
+    for e in estimates:
+        assert math.isfinite(e.stiffness) and math.isfinite(e.damping) and all(map(math.isfinite, e.covariance))
+    last = estimates[-1]
+    np.linalg.cholesky(np.array(last.covariance).reshape(2, 2))
+    assert last.valid and abs(last.stiffness / sim.stiffness - 1) < 0.05, (last.stiffness, last.status)
+
+
+def _diag(listener, name: str) -> dict:
+    for arr in reversed(listener.get('/diagnostics')):
+        for st in arr.status:
+            if st.name == name:
+                return {'level': st.level, 'message': st.message, **{kv.key: kv.value for kv in st.values}}
+    return {}
