@@ -33,6 +33,11 @@ class Conditioned:
     cutoff_hz: float              # NaN when not filtered
     noise_variance: np.ndarray    # per column a, v, x, 1 (m^2/s^4, m^2/s^2, m^2, 0)
 
+    @property
+    def correlation(self) -> float:
+        """Samples per independent residual after the low-pass: f_s / (2 f_c) (1 unfiltered)."""
+        return float(self.rate_hz / (2 * self.cutoff_hz)) if np.isfinite(self.cutoff_hz) else 1.0
+
 
 def sample_rate(t: np.ndarray) -> float:
     t = np.asarray(t, dtype=float)

@@ -57,6 +57,7 @@ class StreamConditioner:
         self._hold = np.zeros((0, 3))          # (t, x, F) waiting for the sample period
         self._hist = np.zeros((0, 3))          # last two filtered (t, x, F)
         self.measured_rate = 0.0
+        self.correlation = 1.0
 
     def push(self, t: np.ndarray, x: np.ndarray, F: np.ndarray) -> tuple[np.ndarray, ...]:
         """t (s, increasing), x, F -> (t, x, v, a, F) of the samples that became complete."""
@@ -71,6 +72,7 @@ class StreamConditioner:
                 raise ConfigError(f'cutoff_frequency {self.cutoff} Hz is not below the Nyquist frequency '
                                   f'{0.5 * rate:.4g} Hz of the {rate:.4g} Hz input')
             self.filter = CausalLowpass(rate, self.cutoff, self.order, channels=2)
+            self.correlation = rate / (2 * self.cutoff)
             rows, self._hold = self._hold, np.zeros((0, 3))
         if not len(rows):
             return tuple(np.zeros(0) for _ in range(5))
@@ -243,6 +245,7 @@ class ImpedancePipeline:
             return 0
         if len(tt):
             self.newest_ns = self._t0_ns + int(round(tt[-1] * 1e9))
+        self.rls.correlation = self.conditioner.correlation
         n = self.rls.update(xx, vv, aa, ff, tt)
         self.counts['samples_used'] += n
         self.counts['samples_conditioned'] += len(tt)

@@ -24,7 +24,7 @@ _IU = np.triu_indices(4)
 class RecursiveSegmentedLS:
     def __init__(self, edges, forgetting: float = 0.999975, initial_covariance: float = 1e5,
                  v_min: float = 5e-3, n_min: int = 200, min_unique_fraction: float = 1e-2,
-                 kappa_refuse: float = KAPPA_REFUSE):
+                 kappa_refuse: float = KAPPA_REFUSE, correlation: float = 1.0):
         edges = np.asarray(edges, dtype=float)
         if edges.ndim != 1 or len(edges) < 2 or np.any(np.diff(edges) <= 0) or not np.all(np.isfinite(edges)):
             raise ValueError('edges must be finite and strictly increasing (>= 2 values)')
@@ -38,6 +38,7 @@ class RecursiveSegmentedLS:
         self.alpha = float(initial_covariance)
         self.v_min, self.n_min = float(v_min), int(n_min)
         self.min_unique_fraction, self.kappa_refuse = float(min_unique_fraction), float(kappa_refuse)
+        self.correlation = max(float(correlation), 1.0)   # samples per independent residual (covariance scale)
         self.reset()
 
     def reset(self) -> None:
@@ -130,7 +131,7 @@ class RecursiveSegmentedLS:
             rms[b] = np.sqrt(sigma2) if np.isfinite(sigma2) else np.nan
             theta[b] = th_s / SCALE
             if np.isfinite(sigma2):
-                c = sigma2 * np.linalg.inv(info)
+                c = self.correlation * sigma2 * np.linalg.inv(info)
                 cov[b] = 0.5 * (c + c.T) / outer
             why = []
             share = uv[b, :3] / np.where(colvar[b, :3] > 0, colvar[b, :3], np.inf)

@@ -221,10 +221,11 @@ def _blocks(X: np.ndarray, y: np.ndarray, block: np.ndarray, scale: np.ndarray, 
 
 
 def fit_segmented(x, v, a, F, edges, options: FitOptions | None = None,
-                  noise_variance: np.ndarray | None = None) -> ImpedanceProfile:
+                  noise_variance: np.ndarray | None = None, correlation: float = 1.0) -> ImpedanceProfile:
     """Fit the profile (module docstring). ``noise_variance``: per column (a, v, x, 1) variance of the
     regressor noise (from :func:`contact_estimation.impedance.conditioning.condition`); the post-fit check
-    flags a column whose unique variance is below ``uv_factor`` times it."""
+    flags a column whose unique variance is below ``uv_factor`` times it. ``correlation``: samples per
+    independent residual (low-passed records: about f_s / (2 f_c)); the covariance is scaled by it."""
     o = options or FitOptions()
     x, v, a, F = (np.asarray(y, dtype=float).ravel() for y in (x, v, a, F))
     if not (len(x) == len(v) == len(a) == len(F)):
@@ -261,7 +262,7 @@ def fit_segmented(x, v, a, F, edges, options: FitOptions | None = None,
         for i, bl in enumerate(blocks):
             d, j = bl.d, bl.j
             theta[d, j] = th_s[i] / scale
-            cov[d, j] = cov_s[i] / np.outer(scale, scale)
+            cov[d, j] = max(float(correlation), 1.0) * cov_s[i] / np.outer(scale, scale)
             dof = max(bl.n - 4, 1)
             res['rms'][d, j] = np.sqrt(max(rss[i], 0.0) / dof)
             sst = bl.yy - bl.ysum ** 2 / bl.n
@@ -291,7 +292,7 @@ def fit_segmented(x, v, a, F, edges, options: FitOptions | None = None,
     return ImpedanceProfile(edges=edges, theta=theta, cov=cov, n=counts.reshape(2, nseg), kappa=res['kappa'],
                             residual_rms=res['rms'], r2=res['r2'], unique_variance=uv, column_variance=colvar,
                             valid=valid, separable=separable, damping_identifiable=damp_ok, reason=reason,
-                            noise_variance=noise, options=o.__dict__.copy())
+                            noise_variance=noise, options=dict(o.__dict__, correlation=float(correlation)))
 
 
 def _column_flags(uv: np.ndarray, colvar: np.ndarray, noise: np.ndarray, o: FitOptions) -> list[bool]:

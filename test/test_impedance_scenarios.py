@@ -1,0 +1,202 @@
+"""Position-varying impedance (wahl_colton.md Part B): scenarios S1-S7 against ground truth.
+
+Truth per segment = the oracle fit of the noise-free signals of the same closed-loop simulation (equal to the
+physics in every segment without a kink, checked below). Kink-free segments: all but [18, 21) mm.
+Targets (B8): S2 |dm|/m <= 3 %, |db|/b <= 8 %, |dk|/k <= 3 %, |dc| <= max(0.25 N, 2 %), derived F_c within
+0.1 N; S5 within twice those after 30 s online; S4 within 2 % of the oracle and continuous to 0.05 N.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from contact_dynamics_common.params import validate_all
+from contact_estimation.impedance import scenarios as sc
+from contact_estimation.impedance.conditioning import condition
+from contact_estimation.impedance.config import PARAMS
+from contact_estimation.impedance.dashpot import dashpot_damping
+from contact_estimation.impedance.excitation import ExcitationRefused, check_design
+from contact_estimation.impedance.pipeline import ImpedancePipeline
+from contact_estimation.impedance.plant import dashpot_drop
+from contact_estimation.impedance.segmented import FitOptions, fit_segmented
+
+KINK_FREE = [j for j in range(8) if j != sc.KINK_SEGMENT]
+EPOCH_NS = 1_760_000_000 * 10**9
+
+
+def _fit(rec, options=None, **cond_kw):
+    c = condition(rec.t, rec.x_meas, rec.F_meas, rec.a_meas, t_skip=sc.FADE_IN, **cond_kw)
+    return fit_segmented(c.x, c.v, c.a, c.F, rec.edges, options, noise_variance=c.noise_variance,
+                         correlation=c.correlation), c
+
+
+def _errors(p, oracle, segs=KINK_FREE):
+    out = {}
+    for name in ('mass', 'damping', 'stiffness'):
+        out[name] = np.abs(p.value(name)[:, segs] / oracle.value(name)[:, segs] - 1.0)
+    c_hat, c_true = p.value('intercept')[:, segs], oracle.value('intercept')[:, segs]
+    out['intercept'] = np.abs(c_hat - c_true) / np.maximum(0.25, 0.02 * np.abs(c_true))
+    return out
+
+
+def _assert_within(p, oracle, scale=1.0, segs=KINK_FREE):
+    err = _errors(p, oracle, segs)
+    for name, tol in (('mass', 0.03), ('damping', 0.08), ('stiffness', 0.03), ('intercept', 1.0)):
+        assert np.all(np.isfinite(err[name])), (name, p.reason)
+        assert err[name].max() <= scale * tol, (name, err[name].round(4))
+
+
+@pytest.fixture(scope='module')
+def s2():
+    return sc.simulate('S2', seed=1)
+
+
+@pytest.fixture(scope='module')
+def s1():
+    return sc.simulate('S1', seed=2)
+
+
+def test_oracle_equals_physics_outside_the_kink(s2):
+    phys = s2.plant.truth(s2.edges)
+    o = s2.oracle
+    for d, sgn in ((0, 1), (1, -1)):
+        np.testing.assert_allclose(o.value('mass')[d, KINK_FREE], phys['mass'], rtol=1e-6)
+        np.testing.assert_allclose(o.value('damping')[d, KINK_FREE], 11.5, rtol=1e-6)
+        np.testing.assert_allclose(o.value('stiffness')[d, KINK_FREE], np.array(phys['stiffness'])[KINK_FREE],
+                                   rtol=1e-6)
+    # B8's expected intercepts: +0.3 / -0.3 below 12 mm, -18.9 / -19.5 for 12-18 mm, -38.9 / -39.5 above 21 mm
+    np.testing.assert_allclose(o.value('intercept')[:, [0, 3, 4, 5, 7]],
+                               [[0.3, 0.3, -18.9, -18.9, -38.9], [-0.3, -0.3, -19.5, -19.5, -39.5]], atol=1e-6)
+
+
+def test_s1_single_tone_is_refused_at_design_and_flagged_after_the_fit(s1):
+    k = s1.analysed
+    check = check_design(s1.x_ref[k], s1.v_ref[k], s1.a_ref[k], s1.edges)
+    assert check.verdict == 'refuse' and np.nanmax(check.kappa[check.n >= 200]) > 1e12, check.message
+    assert 'cannot be separated' in check.message
+    with pytest.raises(ExcitationRefused):
+        check.raise_if_refused()
+    p, _ = _fit(s1)
+    has_data = p.n >= 200
+    assert has_data.all()
+    flagged_a = p.unique_variance[:, :, 0] < np.maximum(10 * p.noise_variance[0], 0.01 * p.column_variance[:, :, 0])
+    assert flagged_a.all(), p.unique_variance[:, :, 0]
+    # not answered with numbers: no mass, stiffness or intercept anywhere, every bin invalid with the reason
+    assert np.isnan(p.theta).all() and not p.valid.any()
+    assert all('not separable' in r for row in p.reason for r in row)
+
+
+def test_s2_multisine_meets_the_accuracy_targets(s2):
+    check = check_design(s2.x_ref[s2.analysed], s2.v_ref[s2.analysed], s2.a_ref[s2.analysed], s2.edges)
+    assert check.verdict == 'ok' and check.kappa.max() < 200, check.message
+    p, c = _fit(s2)
+    assert 40.0 <= c.cutoff_hz <= 70.0          # tied to the 13.7 Hz top tone (4x), from the PSD of x
+    assert p.valid.all(), p.reason
+    _assert_within(p, s2.oracle)
+    np.testing.assert_allclose(p.friction()[KINK_FREE], 0.3, atol=0.1)       # derived F_c (assumption label)
+    for d in (0, 1):
+        for j in range(8):
+            np.linalg.cholesky(p.cov[d, j])                                    # SPD
+            assert np.allclose(p.cov[d, j], p.cov[d, j].T)
+    # the reported standard errors (scaled for the residual correlation of the low-passed record) are honest
+    # for k; m and b carry systematic biases (-0.3 % on m from the 1 kHz charge-amplifier lag on a and F but
+    # not on x; a few % on b from low-pass smearing across segment edges) that no noise covariance describes
+    for name in ('stiffness',):
+        z = np.abs(p.value(name) - s2.oracle.value(name)) / p.std(name)
+        assert np.median(z[:, KINK_FREE]) < 3.0, (name, z)
+
+
+def test_s3_raw_central_difference_velocity(s1, s2):
+    p2, _ = _fit(s2, filtered=False)
+    err = _errors(p2, s2.oracle)
+    assert err['damping'].max() <= 0.08, err['damping']
+    p1, _ = _fit(s1, filtered=False)
+    assert not p1.valid.any() and np.isnan(p1.value('damping')).all()
+    assert all('not separable' in r for row in p1.reason for r in row)
+
+
+def test_s4_kink_segment_and_continuity(s2):
+    o = s2.oracle
+    k_oracle = o.value('stiffness')[:, sc.KINK_SEGMENT]
+    assert np.all((k_oracle > 2000) & (k_oracle < 3000)), k_oracle
+    p, _ = _fit(s2)
+    k = p.value('stiffness')[:, sc.KINK_SEGMENT]
+    assert np.all(np.abs(k / k_oracle - 1) <= 0.02), (k, k_oracle)
+    pc, _ = _fit(s2, FitOptions(continuity=True))
+    inner = s2.edges[1:-1]
+    for d in (0, 1):
+        kk, cc = pc.value('stiffness')[d], pc.value('intercept')[d]
+        jump = (kk[:-1] * inner + cc[:-1]) - (kk[1:] * inner + cc[1:])
+        assert np.abs(jump).max() <= 0.05, jump
+        # without the constraint the profile is not forced to be continuous
+    pu, _ = _fit(s2)
+    kk, cc = pu.value('stiffness')[0], pu.value('intercept')[0]
+    assert np.abs((kk[:-1] * inner + cc[:-1]) - (kk[1:] * inner + cc[1:])).max() > 0.05
+    # continuity keeps the kink-free stiffness within the S2 target except next to the kink
+    far = [0, 1, 2, 3]
+    assert np.all(np.abs(pc.value('stiffness')[:, far] / o.value('stiffness')[:, far] - 1) <= 0.03)
+
+
+def test_shared_mass_and_tikhonov_options(s2):
+    ps, _ = _fit(s2, FitOptions(shared_mass=True))
+    m = ps.value('mass')
+    assert np.ptp(m) < 1e-9 and abs(m[0, 0] / 0.581 - 1) <= 0.03
+    _assert_within(ps, s2.oracle, segs=[0, 1, 2, 3, 4, 5, 7])
+    pt, _ = _fit(s2, FitOptions(tikhonov=10.0, tikhonov_weights=(1.0, 1.0, 0.0, 0.0)))
+    p0, _ = _fit(s2)
+    spread = lambda p: np.ptp(p.value('damping'), axis=1).max()   # noqa: E731
+    assert spread(pt) < 0.5 * spread(p0)
+    for d in (0, 1):
+        for j in range(8):
+            np.linalg.cholesky(pt.cov[d, j])
+
+
+def _stream(pipeline, rec, n, chunk, source='effort'):
+    stamps = EPOCH_NS + np.round(rec.t[:n] * 1e9).astype(np.int64)
+    for i in range(0, n, chunk):
+        sl = slice(i, min(i + chunk, n))
+        if source == 'effort':
+            pipeline.push_joint_columns(stamps[sl], ['slider'], rec.x_meas[sl, None], rec.F_meas[sl, None])
+        else:
+            pipeline.push_joint_columns(stamps[sl], ['slider'], rec.x_meas[sl, None])
+            force = np.zeros((sl.stop - sl.start, 3))
+            force[:, 0] = rec.F_meas[sl]
+            pipeline.push_wrench_columns(stamps[sl], force)
+        pipeline.step()
+    return pipeline.profile()
+
+
+def test_s5_online_profile_after_30_s(s2):
+    params = validate_all(PARAMS, {'joint_name': 'slider', 'force_source': 'effort',
+                                   'forgetting_factor': 1 - 1 / (4000 * 10), 'cutoff_frequency': 50.0,
+                                   'filter_order': 2})
+    pl = ImpedancePipeline(params)
+    n = int(32 * s2.rate)                     # 2 s fade-in + 30 s
+    p = _stream(pl, s2, n, 400)
+    assert pl.status()['sample_rate_hz'] == pytest.approx(4000.0)
+    assert p.valid[:, KINK_FREE].all(), p.reason
+    _assert_within(p, s2.oracle, scale=2.0)
+    # batching does not change the estimate; neither does pairing the force from a WrenchStamped stream
+    p2 = _stream(ImpedancePipeline(params), s2, n, 1733)
+    np.testing.assert_allclose(p2.theta, p.theta, rtol=1e-9, atol=1e-12)
+    pw = _stream(ImpedancePipeline(dict(params, force_source='wrench')), s2, n, 977, source='wrench')
+    np.testing.assert_allclose(pw.theta, p.theta, rtol=1e-9, atol=1e-12)
+
+
+def test_s6_dashpot_drop_terminal_velocity():
+    t, x = dashpot_drop(mass=0.5, damping=11.5, rate=100.0, duration=0.6, sigma_x=1e-4, seed=3)
+    r = dashpot_damping(t, x, mass=0.5)
+    assert r.terminal_velocity == pytest.approx(0.5 * 9.81 / 11.5, rel=0.01)     # 0.4265 m/s
+    assert r.time_constant == pytest.approx(0.5 / 11.5, rel=0.02)                  # ~43 ms
+    assert r.travel >= 0.1 and not r.warning
+    assert abs(r.damping / 11.5 - 1) <= 0.01 and r.damping_std < 0.05
+    with pytest.raises(ValueError):
+        dashpot_damping(t, -x, mass=0.5)
+
+
+def test_s7_direction_asymmetry_without_leakage():
+    rec = sc.simulate('S7', seed=4)
+    p, _ = _fit(rec)
+    _assert_within(p, rec.oracle)
+    b = p.value('damping')[:, KINK_FREE]
+    assert np.all(np.abs(b[0] / 11.5 - 1) <= 0.08) and np.all(np.abs(b[1] / 15.0 - 1) <= 0.08), b
