@@ -1,0 +1,125 @@
+"""multipoint_contact_estimator: online multi-point contact identification (ROS 2 glue only).
+
+Subscribes  payload/wrench (geometry_msgs/WrenchStamped) and payload/odom (nav_msgs/Odometry) or payload/pose
+            (geometry_msgs/PoseStamped), sensor-data QoS.
+Publishes   ~/estimate (contact_dynamics/MultiPointContactEstimate: k, b, mu with covariance, verdict, contact
+            count and contact points), /diagnostics (diagnostic_msgs/DiagnosticArray).
+Services    ~/reset (std_srvs/Trigger), the lifecycle services (managed node; autostart by default).
+Callbacks only copy samples into the pipeline; pairing, contact kinematics and estimation run on a timer.
+"""
+from __future__ import annotations
+
+from geometry_msgs.msg import PoseStamped, WrenchStamped
+from nav_msgs.msg import Odometry
+
+from contact_dynamics.msg import MultiPointContactEstimate as EstimateMsg
+from contact_dynamics_common.msgconv import stamp_to_ns
+from contact_dynamics_common.node import OK, WARN, EstimatorNode, RateMeter, output_qos, run, sensor_qos, status
+from contact_dynamics_common.rosfill import fill
+
+from .config import NODE_NAME, PARAMS
+from .messages import TOPIC, publications
+from .pipeline import MultiPointPipeline
+
+
+class MultiPointEstimatorNode(EstimatorNode):
+    def __init__(self, **kwargs):
+        super().__init__(NODE_NAME, PARAMS, **kwargs)
+        self.pipeline: MultiPointPipeline | None = None
+        self.rates = {'wrench': RateMeter(), 'pose': RateMeter()}
+        self.pub = None
+
+    def configure(self) -> None:
+        p = self.params
+        self.pipeline = MultiPointPipeline(p)
+        if self.pub is None:
+            qos = sensor_qos(p['input_queue_size'])
+            self.create_subscription(WrenchStamped, p['wrench_topic'], self._on_wrench, qos)
+            if p['pose_source'] == 'odometry':
+                self.create_subscription(Odometry, p['odom_topic'], self._on_odom, qos)
+            else:
+                self.create_subscription(PoseStamped, p['pose_topic'], self._on_pose, qos)
+            self.pub = self.create_lifecycle_publisher(EstimateMsg, TOPIC, output_qos())
+        self.get_logger().info(
+            f"multi-point estimation ({p['formulation']} rows) with {len(self.pipeline.payload.parts)} payload and "
+            f"{len(self.pipeline.environment.parts)} environment parts from {p['geometry_file']}")
+
+    def _on_wrench(self, msg: WrenchStamped) -> None:
+        if not self.active:
+            return
+        self.rates['wrench'].tick()
+        f, t = msg.wrench.force, msg.wrench.torque
+        self.pipeline.push_wrench(stamp_to_ns(msg.header.stamp), (f.x, f.y, f.z), (t.x, t.y, t.z))
+
+    def _on_odom(self, msg: Odometry) -> None:
+        if not self.active:
+            return
+        self.rates['pose'].tick()
+        self.pipeline.pose_frame = self.pipeline.pose_frame or msg.header.frame_id
+        p, q = msg.pose.pose.position, msg.pose.pose.orientation
+        v, w = msg.twist.twist.linear, msg.twist.twist.angular
+        self.pipeline.push_pose(stamp_to_ns(msg.header.stamp), (p.x, p.y, p.z), (q.x, q.y, q.z, q.w),
+                                (v.x, v.y, v.z), (w.x, w.y, w.z))
+
+    def _on_pose(self, msg: PoseStamped) -> None:
+        if not self.active:
+            return
+        self.rates['pose'].tick()
+        self.pipeline.pose_frame = self.pipeline.pose_frame or msg.header.frame_id
+        p, q = msg.pose.position, msg.pose.orientation
+        self.pipeline.push_pose(stamp_to_ns(msg.header.stamp), (p.x, p.y, p.z), (q.x, q.y, q.z, q.w))
+
+    def update(self) -> None:
+        self.pipeline.step()
+        for _, fields in publications(self.pipeline, self.params):
+            self.pub.publish(fill(EstimateMsg(), fields))
+
+    def reset_estimation(self) -> None:
+        if self.pipeline is not None:
+            self.pipeline.reset()
+
+    def diagnostics(self):
+        if self.pipeline is None:
+            return [status(f'{self.get_name()}: pipeline', WARN, 'not configured (lifecycle state unconfigured)', {})]
+        counts = self.pipeline.status()
+        out = []
+        for name, meter in self.rates.items():
+            age = meter.age()
+            values = {'rate_hz': meter.rate(), 'received': meter.count, 'age_s': age,
+                      **{k: v for k, v in counts.items() if k.startswith(name + '.')}}
+            bad = sum(v for k, v in values.items() if k.startswith(name + '.') and not k.endswith('.accepted'))
+            if meter.count == 0:
+                level, msg = WARN, 'no messages received'
+            elif age > 2.0:
+                level, msg = WARN, f'stale: no message for {age:.2f} s'
+            elif bad:
+                level, msg = WARN, f'{bad} samples rejected (see counts)'
+            else:
+                level, msg = OK, 'ok'
+            out.append(status(f'{self.get_name()}: input {name}', level, msg, values))
+        values = {k: v for k, v in counts.items() if '.' not in k}
+        values.update(self.cost.figures())
+        values['updates'] = self.updates
+        out.append(status(f'{self.get_name()}: pipeline', OK if self.active else WARN,
+                          'ok' if self.active else 'inactive: estimate frozen', values))
+        est = self.pipeline.estimate
+        if est is not None:
+            std = est.std()
+            ev = {'valid': est.valid, 'rank': est.rank, 'condition_number': est.condition_number,
+                  'residual_fraction': est.residual_fraction, 'samples_used': est.samples_used,
+                  'contact_count': 0 if self.pipeline.latest is None else len(self.pipeline.latest.contacts)}
+            for j, n in enumerate(est.names):
+                ev[n] = float(est.values[j])
+                ev[f'{n}_std'] = float(std[j])
+                ev[f'{n}_identifiable'] = bool(est.identifiable[j])
+                ev[f'{n}_bound_active'] = bool(est.bounds_active[j])
+            out.append(status(f'{self.get_name()}: estimate', OK if est.valid else WARN, est.reason, ev))
+        return out
+
+
+def main(args=None) -> None:
+    raise SystemExit(run(lambda: MultiPointEstimatorNode(), args))
+
+
+if __name__ == '__main__':
+    main()

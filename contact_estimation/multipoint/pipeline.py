@@ -1,0 +1,248 @@
+"""Streaming multi-point estimation shared by the node and run-bag: stamp gates, wrench/pose pairing,
+contact kinematics, regressor rows and the global bounded least-squares estimate.
+
+Processing (a sample's result does not depend on how the stream was batched):
+1. each input passes a ``StampGate`` (zero stamps, NaN/inf, out-of-order samples dropped and counted; a
+   backward jump larger than ``time_jump_threshold`` resets the estimator);
+2. pose samples get their twist: Odometry's (child frame, rotated to the pose frame) or, for PoseStamped,
+   central differences of the neighbouring poses (known once the next pose has arrived);
+3. a wrench sample is paired with the pose interpolated at its stamp (linear position and twist, normalised
+   linear quaternion) between two pose samples at most ``max_pose_gap`` apart whose twists are known;
+4. the contact kinematics of the paired instants (``contact_estimation.geometry.contacts``) give the regressor
+   blocks (``estimator.regressor``) and measured rows, kept for the estimation window;
+5. every update solves the global bounded least squares over the window (``estimator.global_fit``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from contact_dynamics_common.params import ConfigError
+from contact_dynamics_common.stamps import StampGate
+from contact_estimation.geometry.body import CompoundBody, load_geometry
+from contact_estimation.geometry.contacts import ContactKinematics, ContactSet
+from contact_estimation.geometry.rotations import angular_velocity_from_quats, quat_to_matrix
+
+from .estimator import MultiPointEstimate, Thresholds, global_fit, measurement, regressor
+
+
+def resolve_geometry_path(name: str) -> Path:
+    """A geometry file: as given (absolute or relative to the working directory), else in config/."""
+    p = Path(name)
+    if p.is_file():
+        return p
+    if not p.is_absolute():
+        from contact_dynamics_common.cli import config_dir
+        q = config_dir() / name
+        if q.is_file():
+            return q
+    raise ConfigError(f"geometry_file '{name}' not found (working directory or config/)")
+
+
+@dataclass
+class Latest:
+    """The contact set of the newest paired instant."""
+    stamp_ns: int
+    contacts: ContactSet
+
+
+class MultiPointPipeline:
+    def __init__(self, params: dict, geometry: tuple[CompoundBody, CompoundBody] | None = None):
+        self.params = params
+        if geometry is None:
+            try:
+                geometry = load_geometry(resolve_geometry_path(params['geometry_file']))
+            except (OSError, ValueError) as exc:
+                raise ConfigError(f"geometry_file '{params['geometry_file']}': {exc}") from None
+        self.payload, self.environment = geometry
+        self.kin = ContactKinematics(self.payload.parts, self.environment.world_parts(),
+                                     slide_eps=params['slide_speed_threshold'])
+        self.thresholds = Thresholds(max_condition=params['max_condition'], min_excitation=params['min_excitation'],
+                                     max_residual_fraction=params['max_residual_fraction'],
+                                     significance=params['significance'])
+        self.rows_per_instant = 6 if params['formulation'] == 'force_moment' else 3
+        self.wrench_gate = StampGate(params['time_jump_threshold'])
+        self.pose_gate = StampGate(params['time_jump_threshold'])
+        self.counts = {'wrench_unpaired': 0, 'resets': 0, 'instants': 0, 'instants_in_contact': 0}
+        self.pose_frame = ''
+        self.reset()
+
+    # ------------------------------------------------------------------ state
+    def reset(self) -> None:
+        self._w_t = np.zeros(0, np.int64)
+        self._w_F = np.zeros((0, 3))
+        self._w_M = np.zeros((0, 3))
+        self._p_t = np.zeros(0, np.int64)
+        self._p_x = np.zeros((0, 3))
+        self._p_q = np.zeros((0, 4))
+        self._p_v = np.zeros((0, 3))
+        self._p_w = np.zeros((0, 3))
+        self._p_known = np.zeros(0, bool)
+        self._rows_t = np.zeros(0, np.int64)
+        self._rows_A = np.zeros((0, self.rows_per_instant, 3))
+        self._rows_y = np.zeros((0, self.rows_per_instant))
+        self.latest: Latest | None = None
+        self.estimate: MultiPointEstimate | None = None
+        self.newest_ns = 0
+        self.wrench_gate.reset()
+        self.pose_gate.reset()
+
+    # ------------------------------------------------------------------ inputs
+    def push_wrench_columns(self, stamps, force, torque) -> None:
+        stamps = np.asarray(stamps, np.int64)
+        F, M = np.asarray(force, float).reshape(-1, 3), np.asarray(torque, float).reshape(-1, 3)
+        finite = np.all(np.isfinite(F), axis=1) & np.all(np.isfinite(M), axis=1)
+        for seg in self.wrench_gate.filter(stamps, finite):
+            if seg.reset_before:
+                self._time_jump()
+            i = seg.index
+            self._w_t = np.r_[self._w_t, stamps[i]]
+            self._w_F = np.r_[self._w_F, F[i]]
+            self._w_M = np.r_[self._w_M, M[i]]
+
+    def push_wrench(self, stamp_ns: int, force, torque) -> None:
+        self.push_wrench_columns([stamp_ns], [force], [torque])
+
+    def push_pose_columns(self, stamps, position, orientation, linear=None, angular=None) -> None:
+        """Poses (pose frame) and, for Odometry, the twist in the child (payload) frame."""
+        stamps = np.asarray(stamps, np.int64)
+        x = np.asarray(position, float).reshape(-1, 3)
+        q = np.asarray(orientation, float).reshape(-1, 4)
+        qn = np.linalg.norm(q, axis=1)
+        finite = np.all(np.isfinite(x), axis=1) & np.all(np.isfinite(q), axis=1) & (qn > 0.5) & (qn < 1.5)
+        has_twist = linear is not None
+        if has_twist:
+            lin = np.asarray(linear, float).reshape(-1, 3)
+            ang = np.asarray(angular, float).reshape(-1, 3)
+            finite &= np.all(np.isfinite(lin), axis=1) & np.all(np.isfinite(ang), axis=1)
+        for seg in self.pose_gate.filter(stamps, finite):
+            if seg.reset_before:
+                self._time_jump()
+            i = seg.index
+            if not len(i):
+                continue
+            qi = q[i] / qn[i][:, None]
+            self._p_t = np.r_[self._p_t, stamps[i]]
+            self._p_x = np.r_[self._p_x, x[i]]
+            self._p_q = np.r_[self._p_q, qi]
+            if has_twist:
+                R = quat_to_matrix(qi)
+                self._p_v = np.r_[self._p_v, np.einsum('nij,nj->ni', R, lin[i])]
+                self._p_w = np.r_[self._p_w, np.einsum('nij,nj->ni', R, ang[i])]
+                self._p_known = np.r_[self._p_known, np.ones(len(i), bool)]
+            else:
+                self._p_v = np.r_[self._p_v, np.zeros((len(i), 3))]
+                self._p_w = np.r_[self._p_w, np.zeros((len(i), 3))]
+                self._p_known = np.r_[self._p_known, np.zeros(len(i), bool)]
+                self._difference_twists()
+
+    def push_pose(self, stamp_ns: int, position, orientation, linear=None, angular=None) -> None:
+        self.push_pose_columns([stamp_ns], [position], [orientation],
+                               None if linear is None else [linear], None if angular is None else [angular])
+
+    def _difference_twists(self) -> None:
+        """Central differences for pose samples that now have both neighbours (first sample: forward)."""
+        n = len(self._p_t)
+        todo = np.nonzero(~self._p_known[:n - 1])[0] if n >= 2 else np.zeros(0, int)
+        if not len(todo):
+            return
+        lo = np.maximum(todo - 1, 0)
+        hi = todo + 1
+        dt = (self._p_t[hi] - self._p_t[lo]) * 1e-9
+        self._p_v[todo] = (self._p_x[hi] - self._p_x[lo]) / dt[:, None]
+        self._p_w[todo] = angular_velocity_from_quats(self._p_q[lo], self._p_q[hi], 1.0) / dt[:, None]
+        self._p_known[todo] = True
+
+    def _time_jump(self) -> None:
+        self.counts['resets'] += 1
+        w_gate, p_gate = self.wrench_gate.last_ns, self.pose_gate.last_ns
+        self.reset()
+        self.wrench_gate.last_ns, self.pose_gate.last_ns = w_gate, p_gate
+
+    # ------------------------------------------------------------------ processing
+    def _pair(self) -> None:
+        """Pair pending wrench samples with interpolated poses; compute their rows."""
+        if not len(self._w_t) or not len(self._p_t):
+            return
+        known = np.nonzero(self._p_known)[0]
+        if not len(known):
+            return
+        last_known = known[-1]
+        t_known = self._p_t[last_known]
+        ready = self._w_t <= t_known
+        if not ready.any():
+            return
+        wt = self._w_t[ready]
+        j = np.searchsorted(self._p_t, wt, side='right') - 1          # pose at or before
+        before = j < 0
+        jc = np.clip(j, 0, len(self._p_t) - 1)
+        exact = (~before) & (self._p_t[jc] == wt)
+        j1 = np.clip(jc + 1, 0, len(self._p_t) - 1)
+        gap = (self._p_t[j1] - self._p_t[jc]) * 1e-9
+        ok = ~before & (exact | ((j1 > jc) & (gap <= self.params['max_pose_gap'])))
+        ok &= self._p_known[jc] & (exact | self._p_known[j1])
+        self.counts['wrench_unpaired'] += int((~ok).sum())
+        if ok.any():
+            jj, jn = jc[ok], j1[ok]
+            t = wt[ok]
+            a = np.where(exact[ok], 0.0, (t - self._p_t[jj]) * 1e-9 / np.where(exact[ok], 1.0, gap[ok]))[:, None]
+            x = (1 - a) * self._p_x[jj] + a * self._p_x[jn]
+            q1 = self._p_q[jn] * np.sign(np.einsum('ni,ni->n', self._p_q[jj], self._p_q[jn]) + 1e-300)[:, None]
+            q = (1 - a) * self._p_q[jj] + a * q1
+            v = (1 - a) * self._p_v[jj] + a * self._p_v[jn]
+            w = (1 - a) * self._p_w[jj] + a * self._p_w[jn]
+            R = quat_to_matrix(q)
+            F, M = self._w_F[ready][ok], self._w_M[ready][ok]
+            if self.params['wrench_expressed_in'] == 'payload':
+                F = np.einsum('nij,nj->ni', R, F)
+                M = np.einsum('nij,nj->ni', R, M)
+            cs = self.kin.compute(R, x, v, w)
+            n = len(t)
+            A = regressor(cs, n, self.params['formulation'], self.params['moment_scale'])
+            y = measurement(F, M, self.params['formulation'], self.params['moment_scale'])
+            contact = cs.count > 0
+            self.counts['instants'] += n
+            self.counts['instants_in_contact'] += int(contact.sum())
+            self._rows_t = np.r_[self._rows_t, t[contact]]
+            self._rows_A = np.concatenate([self._rows_A, A[contact]])
+            self._rows_y = np.concatenate([self._rows_y, y[contact]])
+            self.latest = Latest(int(t[-1]), cs.at(n - 1))
+            self.newest_ns = int(t[-1])
+        # drop consumed wrench samples and pose samples no longer needed
+        keep = ~ready
+        self._w_t, self._w_F, self._w_M = self._w_t[keep], self._w_F[keep], self._w_M[keep]
+        cut = max(int(last_known) - 1, 0)
+        if cut > 0:
+            for name in ('_p_t', '_p_x', '_p_q', '_p_v', '_p_w', '_p_known'):
+                setattr(self, name, getattr(self, name)[cut:])
+        self._prune()
+
+    def _prune(self) -> None:
+        keep = np.ones(len(self._rows_t), bool)
+        if self.params['window'] > 0 and len(self._rows_t):
+            keep &= self._rows_t > self._rows_t[-1] - int(self.params['window'] * 1e9)
+        extra = int(keep.sum()) - self.params['max_samples']
+        if extra > 0:
+            keep[np.nonzero(keep)[0][:extra]] = False
+        if not keep.all():
+            self._rows_t, self._rows_A, self._rows_y = self._rows_t[keep], self._rows_A[keep], self._rows_y[keep]
+
+    def step(self) -> MultiPointEstimate | None:
+        """Process what has arrived and re-estimate; None until an instant with contact was paired."""
+        self._pair()
+        if not len(self._rows_t):
+            return self.estimate
+        self.estimate = global_fit(self._rows_A.reshape(-1, 3), self._rows_y.reshape(-1),
+                                   thresholds=self.thresholds, formulation=self.params['formulation'],
+                                   samples_used=len(self._rows_t))
+        self.estimate.extras['stamp_ns'] = int(self._rows_t[-1])
+        return self.estimate
+
+    def status(self) -> dict:
+        out = dict(self.counts)
+        out.update({f'wrench.{k}': v for k, v in self.wrench_gate.counts.as_dict().items()})
+        out.update({f'pose.{k}': v for k, v in self.pose_gate.counts.as_dict().items()})
+        out['samples_in_window'] = int(len(self._rows_t))
+        return out
