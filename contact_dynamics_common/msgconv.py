@@ -115,6 +115,13 @@ COLUMN_SPECS: dict[str, ColumnSpec] = {
          FloatColumn('angular', _xyz('twist.twist.angular'), 3),
          FloatColumn('twist_covariance', ('twist.covariance',), 36))),
     'rosgraph_msgs/msg/Clock': ColumnSpec('clock'),
+    # rover_contact's obstacle hypothesis (low rate); string[] contact_wheels is not a column: offline nodes
+    # use their configured default wheels
+    'contact_dynamics/msg/ObstacleHypothesis': ColumnSpec(
+        'header.stamp', (('frame_id', 'header.frame_id'), ('contact_model', 'contact_model')),
+        (FloatColumn('face_normal_out', _xyz('face_normal_out'), 3),
+         FloatColumn('scalars', ('beta_rad', 'height_m', 'distance_m', 'mu', 'k', 'p', 'e_restitution'), 7),
+         FloatColumn('step_edge', ('step_edge',), 1))),
 }
 
 
