@@ -194,10 +194,12 @@ class Db3File:
         ranges = [None] if chunks is None else [(c.chunk_start_offset, c.chunk_start_offset + c.chunk_length - 1)
                                                 for c in chunks]
         for rows in (rows for r in ranges for rows in self._rows(channel_ids, 'id', r)):
-            payloads = [self._payload(d) for _, _, d in rows]
-            size = np.fromiter((len(p) for p in payloads), dtype=np.int64, count=len(payloads))
-            yield _Piece(b''.join(payloads), np.fromiter((r[1] for r in rows), np.int64, len(rows)),
-                         np.cumsum(size) - size, size, np.fromiter((r[0] for r in rows), np.int64, len(rows)))
+            tids, stamps, payloads = zip(*rows)
+            if payloads[0][:4] == _ZSTD_MAGIC:           # compression_mode: message (every payload)
+                payloads = [self._payload(d) for d in payloads]
+            size = np.fromiter(map(len, payloads), dtype=np.int64, count=len(payloads))
+            yield _Piece(b''.join(payloads), np.array(stamps, dtype=np.int64), np.cumsum(size) - size, size,
+                         np.array(tids, dtype=np.int64))
 
     def collect(self, channel_ids: set[int]) -> list[_Piece]:
         return list(self.iter_pieces(channel_ids))
