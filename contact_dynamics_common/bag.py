@@ -41,9 +41,9 @@ from mcap.records import Channel, ChunkIndex, Metadata, Schema, Statistics
 from mcap.summary import Summary
 from mcap.well_known import MessageEncoding, SchemaEncoding
 from mcap.writer import CompressionType, Writer as McapWriter
-from mcap_ros2._dynamic import generate_dynamic, serialize_dynamic
+from mcap_ros2._dynamic import generate_dynamic
 
-from . import msgconv, msgdefs
+from . import cdr, msgconv, msgdefs
 
 __all__ = ['BagError', 'BagReader', 'BagRecovery', 'BagWriter', 'Damage', 'QOS_PRESETS', 'qos_profile']
 
@@ -110,7 +110,7 @@ class _WriterTopic:
     channel_id: int
     qos: list[dict[str, Any]]
     count: int = 0
-    encoder: Any = None           # mcap_ros2 serializer for dicts / attribute objects
+    encoder: Any = None           # cdr.encoder for dicts / attribute objects
     rclpy_class: type | None = None
 
 
@@ -182,9 +182,10 @@ class BagWriter:
         return t
 
     def write(self, topic: str, type_name: str, msg: Any, t_ns: int, *, publish_ns: int | None = None
-              ) -> None:
+              ) -> bytes:
         """Serialize and write one message: an rclpy message (rclpy serializer) or a dict / attribute
-        object (mcap_ros2 serializer built from the installed definition)."""
+        object (``cdr.encoder``: compiled from the installed definition, mcap_ros2's rules); return the
+        CDR bytes written."""
         t = self._topic(topic, type_name)
         cls = type(msg)
         if cls is t.rclpy_class:
@@ -197,9 +198,10 @@ class BagWriter:
             data = _rclpy_serialize(msg)
         else:
             if t.encoder is None:
-                t.encoder = serialize_dynamic(t.type_name, msgdefs.msgdef(t.type_name))[t.type_name]
+                t.encoder = cdr.encoder(t.type_name)
             data = t.encoder(msg)
         self._add(t, data, t_ns, publish_ns)
+        return data
 
     def write_serialized(self, topic: str, type_name: str, data: bytes, t_ns: int, *,
                          publish_ns: int | None = None) -> None:

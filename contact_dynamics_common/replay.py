@@ -143,16 +143,20 @@ def replay(bag: BagReader, nodes: list[Any], writer: BagWriter | None = None,
         per_node = [d.run(columns, chunk_end) for d in drivers]
         t_est = time.perf_counter()
         timing['estimate'] += t_est - t_read
-        for d, outs in zip(drivers, per_node):
+        for outs in per_node:
             for now, outputs in outs:
+                last = data = None
                 for topic, type_name, fields in outputs:
                     if topic not in kept:
                         kept[topic] = _Thinned(result.outputs.setdefault(topic, []),
                                                max_kept if max_kept is not None else np.iinfo(np.int64).max)
                         result.types[topic] = type_name
                     kept[topic].add((now, fields))
-                    if writer is not None:
-                        writer.write(topic, type_name, fields, now)
+                    if writer is not None:           # one message published on two topics: encoded once
+                        if last == (id(fields), type_name):
+                            writer.write_serialized(topic, type_name, data, now)
+                        else:
+                            data, last = writer.write(topic, type_name, fields, now), (id(fields), type_name)
         t_prev = time.perf_counter()
         timing['write'] += t_prev - t_est
         if bar is not None:
