@@ -1,0 +1,86 @@
+"""Parameters of pkm_identifier: one list used by the ROS node, by ``run-bag`` and by the documented config."""
+from __future__ import annotations
+
+from contact_dynamics_common.params import ParamSpec
+
+NODE_NAME = 'pkm_identifier'
+ACTIVE_PRESETS = ('inertial', 'friction', 'all')
+
+
+def _distinct(v) -> str | None:
+    return None if len(set(v)) == len(v) and all(s.strip() for s in v) else 'must be 6 distinct non-empty names'
+
+
+def _nonneg(v) -> str | None:
+    return None if all(x >= 0 for x in v) else 'values must be >= 0'
+
+
+PARAMS: list[ParamSpec] = [
+    # --- node ---
+    ParamSpec('autostart', True, 'Configure and activate the (lifecycle) node at start; false: wait for a '
+              'lifecycle manager (~/change_state).'),
+    ParamSpec('machine', 'uf_like', 'Machine description: a name in config/pkm_machines/ (uf_like, hexel_like, '
+              'ford_like) or a YAML file path (joints, strut COM distances, gravity, home, CAD inertia). '
+              'Architecture-singular layouts are refused.'),
+    ParamSpec('frame_id', 'base', 'Frame {W} of the machine (origin at the base centre, z up); header of the outputs.'),
+    ParamSpec('platform_frame', 'platform', 'Frame {P} of the platform principal axes at its COM (InertiaStamped).'),
+    # --- inputs ---
+    ParamSpec('joint_states_topic', 'joint_states', 'sensor_msgs/JointState input: position = strut length '
+              'L_i [m], velocity = L_dot_i [m/s] (optional), effort = actuator force F_a,i [N] along the strut.'),
+    ParamSpec('joint_names', [f'strut_{i}' for i in range(1, 7)], 'The six strut joints, in the order of the '
+              "machine's struts.", length=6, check=_distinct),
+    ParamSpec('use_measured_velocity', True, 'Use JointState.velocity as L_dot when present (else and when false: '
+              'derivative of the local quadratic fit of L).'),
+    ParamSpec('derivative_half_window', 2, 'Half width (samples) of the centred local quadratic fit that gives '
+              'L_dot and L_ddot; adds this many samples of latency.', low=1, high=200),
+    ParamSpec('input_queue_size', 1000, 'Depth of the sensor-data QoS input queue (1000 = 1 s at 1 kHz).',
+              low=1, high=100000),
+    ParamSpec('buffer_capacity', 20000, 'JointState samples buffered between two estimation updates.',
+              low=100, high=10000000),
+    ParamSpec('sensor_timeout', 0.5, 'An input silent for longer is reported stale; a gap this long restarts '
+              'the differentiation window.', low=0.0, low_open=True, unit='s'),
+    ParamSpec('time_jump_threshold', 1.0, 'A stamp this much earlier than the last one (a looped bag) resets the '
+              'identification; smaller steps back are dropped as out-of-order.', low=0.0, low_open=True, unit='s'),
+    ParamSpec('min_sin_theta', 0.05, 'Samples with |sin theta| (z-x-z Euler singularity) below this are '
+              'rejected.', low=0.0, high=1.0),
+    # --- model ---
+    ParamSpec('estimate_friction', False, 'Append the 12 strut friction coefficients [fv_i N*s/m, fc_i N] to the '
+              '8 base inertial parameters (20 in all).'),
+    ParamSpec('friction_model', 'continuous', "Friction inside the +/-2 mm/s band: 'continuous' (fv + fc/band) "
+              "L_dot, or 'printed' (fc/band) L_dot as eq. 4.5 (jumps at the band edge).",
+              choices=('continuous', 'printed')),
+    # --- prior ---
+    ParamSpec('prior_scale', 1.0, 'theta_0 = prior_scale x the machine file values (CAD) where theta0 is 0.',
+              low=0.0, low_open=True),
+    ParamSpec('theta0', [0.0] * 8, 'Initial guess of [m_e, m_b, m_p, Ixxp, Iyyp, Izzp, Ix_s, Iz_s] (kg, kg*m^2); '
+              '0 = from the machine file x prior_scale.', length=8, check=_nonneg),
+    ParamSpec('friction0', [200.0, 15.0] * 6, 'Initial guess of [fv_1, fc_1, ..., fv_6, fc_6] (N*s/m, N).',
+              length=12, check=_nonneg),
+    ParamSpec('prior_rel_std', 0.5, 'P_0 = diag((prior_rel_std x theta_0)^2).', low=0.0, low_open=True),
+    ParamSpec('measurement_std', 1.0, 'R^e = measurement_std^2 I: actuator force noise per strut.', low=0.0,
+              low_open=True, unit='N'),
+    # --- UKF ---
+    ParamSpec('alpha', 1e-3, 'Scaled unscented transform spread.', low=0.0, low_open=True, high=1.0),
+    ParamSpec('beta', 2.0, 'Prior distribution factor (2: Gaussian).', low=0.0),
+    ParamSpec('kappa', 0.0, 'Secondary scaling (L + lambda must stay > 0).', low=-100.0, high=100.0),
+    ParamSpec('process_noise', 'fixed', "R^r: 'fixed' diag((process_noise_rel theta_0)^2), 'robbins_monro' "
+              "(eq. 2.75, a_rm) or 'forgetting' (R^r = (1/forgetting - 1) P).",
+              choices=('fixed', 'robbins_monro', 'forgetting')),
+    ParamSpec('process_noise_rel', 0.0, "Relative random-walk std per update ('fixed').", low=0.0, high=1.0),
+    ParamSpec('a_rm', 1e-4, "Robbins-Monro gain ('robbins_monro').", low=0.0, high=1.0),
+    ParamSpec('forgetting', 1.0, "Forgetting factor ('forgetting').", low=0.0, low_open=True, high=1.0),
+    ParamSpec('decimation', 1, "Use every n-th sample ('spread').", low=1, high=1000),
+    ParamSpec('active_set', 'all', "Parameters updated at start: 'inertial', 'friction' (needs estimate_friction) "
+              "or 'all'; ~/set_active_set changes it (staged estimation).", choices=ACTIVE_PRESETS),
+    # --- monitoring and output ---
+    ParamSpec('converged_rel_std', 0.02, "A parameter is 'identified' when sigma/|theta| falls below this.",
+              low=0.0, low_open=True, high=1.0),
+    ParamSpec('nis_window', 1000, 'Updates over which the mean NIS is checked against its chi^2 band.',
+              low=10, high=1000000),
+    ParamSpec('history_window', 40, 'Published estimates over which the convergence (drift, oscillation) is '
+              'judged.', low=8, high=100000),
+    ParamSpec('save_path', 'pkm_estimate.yaml', '~/save writes the estimate (values, sigma, covariance, flags, '
+              'machine, model) to this YAML file.'),
+    ParamSpec('publish_rate', 20.0, 'Estimation and publishing rate (timer on the node clock).', low=0.1,
+              high=1000.0, unit='Hz'),
+]
