@@ -37,7 +37,7 @@ from scipy import stats
 
 __all__ = ['Check', 'OK', 'first_failure', 'convergence', 'autocorrelation', 'ljung_box', 'durbin_watson',
            'whiteness', 'nis_check', 'omitted_regressor', 'hac_covariance', 'newey_west_lags',
-           'long_run_variance_ratio', 'stability']
+           'long_run_variance_ratio', 'stability', 'correlation_lags']
 
 #: reason prefix of every model-adequacy failure
 MISMATCH = 'model mismatch suspected'
@@ -131,67 +131,76 @@ def convergence(names: Sequence[str], history, sigma_history=None, *, initial=No
     n_tail = max(min_tail, int(math.ceil(tail * len(h))))
     tail_h = h[-n_tail:] if len(h) >= min_tail else h[:0]
     tail_s = sig[len(h) - len(tail_h):]
-    details: dict = {}
+    details: dict = {name: {'value': float(theta[j]), 'sigma': float(s_final[j])}
+                     for j, name in enumerate(names) if judge[j]}
+    th0s = None if initial is None else np.asarray(initial, dtype=np.float64)
+    refs = None if reference is None else np.asarray(reference, dtype=np.float64)
+    ref_s = np.zeros(p) if reference_sigma is None else np.asarray(reference_sigma, dtype=np.float64)
+    fail = lambda reason: Check(False, reason, 'convergence', details=details)    # noqa: E731
+    # 1. information: has the data moved each parameter at all? (all parameters before any other rule)
     for j, name in enumerate(names):
         if not judge[j]:
             continue
         s = float(s_final[j])
-        d = details[name] = {'value': float(theta[j]), 'sigma': s}
-        th0 = None if initial is None else float(np.asarray(initial, dtype=np.float64)[j])
-        # 1. information
+        d = details[name]
+        th0 = None if th0s is None else float(th0s[j])
         if prior_sigma is not None and np.isfinite(prior_sigma[j]) and np.isfinite(s):
             d['shrink'] = s / float(prior_sigma[j]) if prior_sigma[j] > 0 else float('inf')
             if not s <= shrink * float(prior_sigma[j]):
                 if th0 is not None and abs(theta[j] - th0) <= s:
-                    return Check(False, f'not converged: {name} still at its initial guess {th0:.4g} '
-                                        f'(sigma {s:.3g} not below {shrink:g} of the prior {prior_sigma[j]:.3g})',
-                                 'convergence', details=details)
-                return Check(False, f'not converged: {name} sigma {s:.3g} has not shrunk below {shrink:g} of '
-                                    f'its prior {prior_sigma[j]:.3g}', 'convergence', details=details)
-        elif th0 is not None and np.isfinite(s) and s > 0:
+                    return fail(f'not converged: {name} still at its initial guess {th0:.4g} '
+                                f'(sigma {s:.3g} not below {shrink:g} of the prior {prior_sigma[j]:.3g})')
+                return fail(f'not converged: {name} sigma {s:.3g} has not shrunk below {shrink:g} of '
+                            f'its prior {prior_sigma[j]:.3g}')
+        elif th0 is not None and np.isfinite(s) and s > 0 and refs is None:
             moved = float(np.max(np.abs(h[:, j] - th0)))
             d['moved'] = moved
             if moved <= still * s:
-                return Check(False, f'not converged: {name} still at its initial guess ({theta[j]:.4g}, '
-                                    f'initial {th0:.4g}, sigma {s:.3g})', 'convergence', details=details)
-        # 2. agreement with a data-supported reference
-        if reference is not None:
-            ref = float(np.asarray(reference, dtype=np.float64)[j])
-            s_ref = 0.0 if reference_sigma is None else float(np.asarray(reference_sigma, dtype=np.float64)[j])
-            gap = float(theta[j] - ref)
+                return fail(f'not converged: {name} still at its initial guess ({theta[j]:.4g}, '
+                            f'initial {th0:.4g}, sigma {s:.3g})')
+        if refs is not None:
+            gap = float(theta[j] - refs[j])
             d['lag'] = gap
-            if abs(gap) > lag * s_ref and abs(gap) > lag_rel * abs(ref):
-                if th0 is not None and abs(theta[j] - th0) <= 0.1 * abs(gap):
-                    return Check(False, f'not converged: {name} still at its initial guess {th0:.4g} '
-                                        f'(the data say {ref:.4g} +- {s_ref:.3g})', 'convergence', details=details)
-                return Check(False, f'not converged: {name} lags the data by {gap:.4g} ({theta[j]:.4g} vs '
-                                    f'{ref:.4g} +- {s_ref:.3g})', 'convergence', details=details)
-        # 3. settled
-        if len(tail_h) >= min_tail:
-            y = tail_h[:, j]
-            st = tail_s[:, j]
-            st = st[np.isfinite(st)]
-            s_tail = float(np.median(st)) if len(st) else (s if np.isfinite(s) else 0.0)
-            tol = max(s_tail, rel_floor * abs(float(theta[j])), 1e-300)
-            u = np.linspace(0.0, 1.0, len(y))
-            c, a = np.polyfit(u, y, 1)
-            det = y - (a + c * u)
-            swing = float(np.std(det))
-            drift = abs(float(c))
-            sgn = np.sign(det[det != 0])
-            crossings = int(np.count_nonzero(sgn[1:] != sgn[:-1]))
-            d.update(drift=drift, swing=swing, crossings=crossings, tolerance=tol)
-            rel = abs(float(theta[j])) or 1.0
-            if swing > max_swing * tol and crossings >= min_crossings:
-                return Check(False, f'oscillating: {name} swings +-{swing / rel:.1%} ({swing / tol:.1f} sigma) about '
-                                    f'its trend, {crossings} crossings in the recent estimates',
-                             'convergence', details=details)
-            if drift > max_drift * tol:
-                return Check(False, f'not settled: {name} drifted by {drift:.4g} ({drift / tol:.1f} sigma) over '
-                                    'the recent estimates', 'convergence', details=details)
-            if swing > max_swing * tol:
-                return Check(False, f'not settled: {name} wanders by +-{swing:.4g} ({swing / tol:.1f} sigma) in '
-                                    'the recent estimates', 'convergence', details=details)
+            if th0 is not None and abs(gap) > lag * ref_s[j] and abs(gap) > lag_rel * abs(refs[j]) \
+                    and abs(theta[j] - th0) <= 0.1 * abs(gap):
+                return fail(f'not converged: {name} still at its initial guess {th0:.4g} '
+                            f'(the data say {refs[j]:.4g} +- {ref_s[j]:.3g})')
+    # 2. agreement with a data-supported reference
+    if refs is not None:
+        for j, name in enumerate(names):
+            gap = float(theta[j] - refs[j])
+            if judge[j] and abs(gap) > lag * ref_s[j] and abs(gap) > lag_rel * abs(refs[j]):
+                return fail(f'not converged: {name} lags the data by {gap:.4g} ({theta[j]:.4g} vs '
+                            f'{refs[j]:.4g} +- {ref_s[j]:.3g})')
+    # 3. settled
+    for j, name in enumerate(names):
+        if not judge[j] or len(tail_h) < min_tail:
+            continue
+        d = details[name]
+        s = float(s_final[j])
+        y = tail_h[:, j]
+        st = tail_s[:, j]
+        st = st[np.isfinite(st)]
+        s_tail = float(np.median(st)) if len(st) else (s if np.isfinite(s) else 0.0)
+        tol = max(s_tail, rel_floor * abs(float(theta[j])), 1e-300)
+        u = np.linspace(0.0, 1.0, len(y))
+        c, a = np.polyfit(u, y, 1)
+        det = y - (a + c * u)
+        swing = float(np.std(det))
+        drift = abs(float(c))
+        sgn = np.sign(det[det != 0])
+        crossings = int(np.count_nonzero(sgn[1:] != sgn[:-1]))
+        d.update(drift=drift, swing=swing, crossings=crossings, tolerance=tol)
+        rel = abs(float(theta[j])) or 1.0
+        if swing > max_swing * tol and crossings >= min_crossings:
+            return fail(f'oscillating: {name} swings +-{swing / rel:.1%} ({swing / tol:.1f} sigma) about '
+                        f'its trend, {crossings} crossings in the recent estimates')
+        if drift > max_drift * tol:
+            return fail(f'not settled: {name} drifted by {drift:.4g} ({drift / tol:.1f} sigma) over '
+                        'the recent estimates')
+        if swing > max_swing * tol:
+            return fail(f'not settled: {name} wanders by +-{swing:.4g} ({swing / tol:.1f} sigma) in '
+                        'the recent estimates')
     return Check(True, 'ok', 'convergence', details=details)
 
 
@@ -327,7 +336,7 @@ def nis_check(nis, *, dof: int = 1, n: int | None = None, alpha: float = 0.01, t
 
 # ----------------------------------------------------------------------------------------- omitted regressor
 def omitted_regressor(X, y, Z, names: Sequence[str], *, alpha: float = 1e-3, robust: bool = True,
-                      lags: int | None = None, min_share: float = 0.01) -> Check:
+                      lags: int | str | None = 'auto', min_share: float = 1e-6) -> Check:
     """Is a regressor the model leaves out significant? (e.g. a mass term xddot under Kelvin-Voigt)
 
     Augmented least squares y = X beta + Z gamma + e. Test of gamma = 0: with ``robust`` a Wald test
@@ -335,7 +344,9 @@ def omitted_regressor(X, y, Z, names: Sequence[str], *, alpha: float = 1e-3, rob
     residuals), else the classical F test ((RSS_r - RSS_u) / q) / (RSS_u / (n - p - q)). Fails
     (``model mismatch suspected: <names> significant ...``) when p < ``alpha`` and the omitted terms carry
     more than ``min_share`` of rms(y) (rms(Z gamma) / rms(y): an effect size for long records).
-    ``details``: gamma, its sigma, the share.
+    ``details``: gamma, its sigma, the share; ``shift`` = beta_X - beta (how far leaving Z out moves the
+    model's parameters) and ``covariance_augmented`` (that of beta): an honest covariance of the
+    reduced fit is covariance_augmented + shift shift^T.
     """
     X = np.asarray(X, dtype=np.float64)
     Z = np.asarray(Z, dtype=np.float64)
@@ -360,18 +371,22 @@ def omitted_regressor(X, y, Z, names: Sequence[str], *, alpha: float = 1e-3, rob
         cov_s = float(e_u @ e_u) / (n - p - q) * np.linalg.pinv(As.T @ As)
     Vg = cov_s[p:, p:] / np.outer(scale[p:], scale[p:])
     sg = np.sqrt(np.maximum(np.diagonal(Vg), 0.0))
+    bx, *_ = np.linalg.lstsq(X, y, rcond=None)
     if robust:
         stat = float(gamma @ np.linalg.pinv(Vg) @ gamma)
         pval = float(stats.chi2.sf(stat, q))
     else:
-        bx, *_ = np.linalg.lstsq(X, y, rcond=None)
         rss_r = float(np.sum((y - X @ bx) ** 2))
         rss_u = float(e_u @ e_u)
         stat = ((rss_r - rss_u) / q) / max(rss_u / (n - p - q), 1e-300)
         pval = float(stats.f.sf(stat, q, n - p - q))
     yr = math.sqrt(float(np.mean(y * y))) or 1.0
     share = math.sqrt(float(np.mean((Z @ gamma) ** 2))) / yr
-    details = {'gamma': dict(zip(names, gamma.tolist())), 'sigma': dict(zip(names, sg.tolist())), 'share': share}
+    details = {'gamma': dict(zip(names, gamma.tolist())), 'sigma': dict(zip(names, sg.tolist())), 'share': share,
+               # how far the model's own parameters move when the omitted terms are included, and the
+               # covariance of the augmented fit's parameters (for an honest covariance of a biased fit)
+               'shift': (bx - beta[:p]).tolist(), 'augmented': beta[:p].tolist(),
+               'covariance_augmented': (cov_s[:p, :p] / np.outer(scale[:p], scale[:p])).tolist()}
     if pval < alpha and share > min_share:
         terms = ', '.join(f'{nm} = {g:.4g} +- {s:.2g}' for nm, g, s in zip(names, gamma, sg))
         return Check(False, f'{MISMATCH}: omitted {"/".join(names)} significant ({terms}, p={pval:.2g}, '
@@ -385,21 +400,39 @@ def newey_west_lags(n: int) -> int:
     return int(math.floor(4.0 * (max(n, 1) / 100.0) ** (2.0 / 9.0)))
 
 
-def hac_covariance(X, residuals, *, lags: int | None = None, weights=None) -> np.ndarray:
+def correlation_lags(residuals, *, threshold: float = 0.1, cap: int = 1000) -> int:
+    """HAC truncation from the residuals themselves: the first lag at which their autocorrelation falls
+    below ``threshold``, doubled (Bartlett weights halve the mid-span), at least the Newey-West rule and
+    at most min(cap, n // 4). For model errors correlated over long spans (a periodic unmodelled term)
+    where the rule-of-thumb lag is far too short."""
+    r = np.asarray(residuals, dtype=np.float64)
+    n = len(r)
+    hi = int(max(1, min(cap, n // 4)))
+    base = min(newey_west_lags(n), hi)
+    rho = autocorrelation(r, hi)
+    below = np.flatnonzero(rho < threshold)
+    first = int(below[0]) + 1 if len(below) else hi
+    return int(min(max(base, 2 * first), hi))
+
+
+def hac_covariance(X, residuals, *, lags: int | str | None = None, weights=None) -> np.ndarray:
     """Newey-West heteroskedasticity and autocorrelation consistent covariance of least squares.
 
         cov = (X^T W X)^-1 S (X^T W X)^-1,  S = sum_{|l| <= L} (1 - |l| / (L + 1)) sum_t g_t g_{t-l}^T,
         g_t = w_t x_t e_t
 
     ``X`` (n, p) regressors, ``residuals`` e (n,), optional per-sample ``weights`` w (weighted LS).
-    ``lags`` L defaults to :func:`newey_west_lags`; pass a larger one when the residuals are correlated
+    ``lags`` L defaults to :func:`newey_west_lags` (``'auto'``: :func:`correlation_lags`); pass a larger one when the residuals are correlated
     over longer spans (e.g. a periodic model error). Returned symmetric; units those of theta^2.
     """
     X = np.asarray(X, dtype=np.float64)
     e = np.asarray(residuals, dtype=np.float64)
     n, p = X.shape
     w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
-    L = newey_west_lags(n) if lags is None else int(max(lags, 0))
+    if lags == 'auto':
+        L = correlation_lags(e)
+    else:
+        L = newey_west_lags(n) if lags is None else int(max(lags, 0))
     L = min(L, n - 1)
     g = X * (w * e)[:, None]
     S = g.T @ g

@@ -168,6 +168,9 @@ class IndirectAdaptive:
         elif valid and abs(lag[0]) > max(MAX_LAG * abs(theta_ls[0] / self.scales[0]), 3.0 * q.covariance[0, 0] ** 0.5):
             valid, reason = False, (f'not converged: stiffness lags the least-squares solution of the same data '
                                     f'by {lag[0]:.4g} N/m (raise the gain)')
+        # the data-supported solution the trust checks compare the adaptive law with (contact_dynamics_common.trust)
+        extras['reference'] = (theta_ls / self.scales).tolist()
+        extras['reference_std'] = np.sqrt(np.diagonal(q.covariance)).tolist()
         return ContactEstimate(
             algorithm=self.name, model=self.model.name, names=self.model.names, values=values,
             covariance=cov, valid=valid, reason=reason, residual_rms=float(np.sqrt(rss_ia / self._n)),

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from .adaptive import IndirectAdaptive
+from .assess import run_assessed
 from .eem import EquationError
 from .estimate import ContactEstimate, failure
 from .etfe import EmpiricalTransferFunction
@@ -58,16 +59,14 @@ def make(name: str, model: ContactModel = KELVIN_VOIGT, **options):
 
 
 def run(estimator, samples: ContactSamples) -> ContactEstimate:
-    """One estimate of a whole record: recursive ones are reset, fed every sample, then asked.
+    """One estimate of a whole record: recursive ones are reset, fed every sample (in blocks, for the
+    convergence history), then asked; the trust verdict (``assess``: convergence, model adequacy, honest
+    covariance) is applied on top of the estimator's own.
 
     A numeric error the estimator did not catch becomes a structured failure (never raises for data).
     """
     try:
-        if hasattr(estimator, 'fit'):
-            return estimator.fit(samples)
-        estimator.reset()
-        estimator.update(samples)
-        return estimator.estimate()
+        return run_assessed(estimator, samples)
     except (ArithmeticError, ValueError) as exc:          # numpy.linalg.LinAlgError is a ValueError
         stamp = float(samples.t[-1]) if len(samples) else 0.0
         return failure(estimator.name, estimator.model, f'{type(exc).__name__}: {exc}', stamp, len(samples))

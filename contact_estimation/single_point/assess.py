@@ -1,0 +1,247 @@
+"""The trust verdict of single-point estimates: convergence and model adequacy (contact_dynamics_common.trust).
+
+Applied on top of each estimator's own verdict (samples, excitation, conditioning), by ``algorithms.run``
+(so contact-compare and the calibration report) and by the live pipeline (``TrustMonitor``):
+
+1. convergence (recursive estimators): the window is fed in ``chunks`` blocks and the estimate after each
+   is kept; each identifiable parameter must have left its prior in a way the data support (sigma well
+   below the prior sigma sqrt(P0) / scale; or, for the adaptive law, agreement with the least squares of
+   the same data) and settled (no drift or oscillation in the recent estimates beyond their sigma).
+2. model adequacy (every estimator, on the window's samples): the residual r = F - phi^T theta of the
+   reported model must be white (Ljung-Box with an effect size), a mass term the model leaves out must
+   not be significant (HAC Wald test on [phi, xddot], xddot = d xdot / dt when not measured) and a Kalman
+   filter's mean NIS must lie in its chi^2 band. A failure gives ``valid: false`` with
+   ``model mismatch suspected: ...``.
+
+Whatever the verdict, the covariance is made honest and never smaller than the estimator's own: each
+sigma_j is raised to at least the Newey-West (HAC) sigma of the least squares of the window (residuals
+correlated), to sqrt(C_aug,jj + (theta_j - beta_j)^2) when a mass term is significant (beta: the fit
+with the mass term, C_aug its HAC covariance), and a Kalman covariance is multiplied by max(1, mean NIS).
+The checks' figures go into ``extras['trust']``.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import replace
+
+import numpy as np
+
+from contact_dynamics_common import trust
+
+from .estimate import ContactEstimate, make_spd
+from .models import get_model
+from .samples import ContactSamples
+
+#: report blocks per window for the convergence history of a recursive estimator
+CHUNKS = 60
+#: significance of the adequacy tests (two-sided NIS band: 1 %)
+ALPHA = 1e-3
+#: correlated residuals invalidate only above this RMS share of the force RMS (else: HAC sigma only)
+MATERIAL_MISFIT = 0.01
+#: an omitted term that moves no parameter by more than 2 sigma or this share of its value is immaterial
+MATERIAL_SHIFT = 1e-4
+#: an adaptive law's recent estimates may swing by up to 3 x max(sigma of the data, this share of the value)
+ADAPTIVE_RESOLUTION = 0.003
+#: residual RMS below this share of the force RMS is a numerically exact fit (noise-free data): not tested
+EXACT = 1e-9
+
+
+def run_assessed(estimator, samples: ContactSamples, chunks: int = CHUNKS) -> ContactEstimate:
+    """One estimate of a whole window with the trust verdict (recursive ones reset and fed in blocks)."""
+    if hasattr(estimator, 'fit'):
+        return assess(estimator.fit(samples), samples)
+    estimator.reset()
+    bounds = np.unique(np.linspace(0, len(samples), chunks + 1).round().astype(int))
+    history = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        estimator.update(samples.slice(slice(a, b)))
+        history.append(estimator.estimate())
+    est = history[-1] if history else estimator.estimate()
+    return assess(est, samples, convergence_check(estimator, history))
+
+
+def prior_of(estimator) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """(initial guess, prior sigma) of a recursive estimator in SI units, None where it has none."""
+    names = estimator.model.names
+    initial = getattr(estimator, 'initial', None)
+    theta0 = None if initial is None else np.array([float(initial.get(n, 0.0)) for n in names])
+    p0 = getattr(estimator, 'p0', None)
+    sigma0 = None if p0 is None else np.sqrt(float(p0)) / np.asarray(estimator.scales, dtype=np.float64)
+    return theta0, sigma0
+
+
+def convergence_check(estimator, history: list[ContactEstimate], **kwargs) -> trust.Check | None:
+    """``trust.convergence`` of the successive estimates of one estimator (None: nothing to judge)."""
+    history = [e for e in history if e.samples_used > 0 and e.extras.get('covariance_known', True)]
+    if len(history) < 2:
+        return None
+    last = history[-1]
+    theta0, sigma0 = prior_of(estimator)
+    values = np.array([e.values for e in history])
+    ref = last.extras.get('reference')
+    if ref is not None:         # an adaptive law: judged against the least squares of the same data
+        sig = np.array([e.extras.get('reference_std', np.sqrt(np.diagonal(e.covariance))) for e in history])
+        return trust.convergence(last.names, values, sig, initial=theta0, reference=ref,
+                                 reference_sigma=last.extras.get('reference_std'),
+                                 check=last.identifiable or None, **dict(dict(rel_floor=ADAPTIVE_RESOLUTION), **kwargs))
+    sig = np.array([np.sqrt(np.diagonal(e.covariance)) for e in history])
+    return trust.convergence(last.names, values, sig, initial=theta0, prior_sigma=sigma0,
+                             check=last.identifiable or None, **kwargs)
+
+
+def adequacy_checks(est: ContactEstimate, samples: ContactSamples, alpha: float = ALPHA
+                    ) -> tuple[list[trust.Check], np.ndarray]:
+    """Residual whiteness, omitted mass (model without mass) and NIS (when the estimate has one) on the
+    window; returns the checks and the honest covariance (never below the estimate's own)."""
+    cov = np.array(est.covariance, dtype=np.float64)
+    if len(samples) < 3 * len(est.names) + 8 or not np.isfinite(est.values).all():
+        return [], cov
+    model = get_model(est.model)
+    xdd = samples.xdd
+    if model.uses_acceleration and (xdd is None or len(xdd) != len(samples)):
+        return [], cov
+    X = model.regressor(samples.x, samples.xd, xdd)
+    F = samples.force
+    # a parameter reported as not identifiable (its regressor unexcited) takes no part in the residual
+    used = np.asarray(est.identifiable, dtype=bool) if len(est.identifiable) == len(est.names) else True
+    r = F - X @ np.where(used, est.values, 0.0)
+    if not np.sqrt(np.mean(r * r)) > EXACT * np.sqrt(np.mean(F * F)):
+        return [], cov                 # the model reproduces the force to round-off: nothing to test
+    scale = np.sqrt(np.maximum((X * X).mean(axis=0), 1e-300))
+    Xs = X / scale
+    var = np.diagonal(cov).copy()
+    checks = []
+    hac = trust.hac_covariance(Xs, r, lags='auto') / np.outer(scale, scale)
+    var = np.maximum(var, np.diagonal(hac))
+    if not model.uses_acceleration:
+        om = _omitted_mass(samples, X, F, alpha)
+        if not om.ok:
+            shift = np.abs(np.asarray(om.details['shift']))
+            bound = np.maximum(2.0 * np.sqrt(var), MATERIAL_SHIFT * np.abs(est.values))
+            if not np.any(np.asarray(used) & (shift > bound)):
+                # significant but immaterial: leaving it out moves no identifiable parameter by more than
+                # 2 sigma or MATERIAL_SHIFT of its value (e.g. a settling tail on a noise-free plateau)
+                om = replace(om, ok=True, reason='ok', details=dict(om.details, note='significant, immaterial'))
+        checks.append(om)
+        if not om.ok:
+            beta = np.asarray(om.details['augmented'])      # the model's parameters fitted with the mass term
+            aug = np.asarray(om.details['covariance_augmented'])
+            var = np.maximum(var, np.diagonal(aug) + (est.values - beta) ** 2)
+    if 'nis' in est.extras and est.samples_used > 0:
+        nis = _nis(est)
+        checks.append(nis)
+        var = np.maximum(var, np.diagonal(est.covariance) * nis.details.get('inflation', 1.0))
+    white = trust.whiteness(r, dof=len(est.names), alpha=alpha)      # the least specific check last
+    misfit = float(np.sqrt(np.mean(r * r)) / np.sqrt(np.mean(F * F)))
+    if not white.ok and misfit <= MATERIAL_MISFIT:
+        # correlated but immaterial residuals (coloured sensor noise, a tiny unmodelled term): the HAC
+        # covariance above already accounts for them; not a reason to distrust the estimate
+        white = replace(white, ok=True, reason='ok', details=dict(white.details, misfit=misfit,
+                                                                   note='correlated residuals; HAC sigma'))
+    checks.append(white)
+    own = np.sqrt(np.maximum(np.diagonal(cov), 1e-300))
+    ratio = np.sqrt(np.maximum(var, 1e-300)) / own
+    honest = make_spd(cov * np.outer(ratio, ratio)) if np.any(ratio > 1.0) else cov
+    return checks, honest
+
+
+def assess(est: ContactEstimate, samples: ContactSamples, convergence: trust.Check | None = None,
+           alpha: float = ALPHA) -> ContactEstimate:
+    """``est`` with the trust verdict: the first failed check (convergence first) invalidates it with its
+    reason unless it was already invalid; the covariance becomes the honest one."""
+    checks, cov = adequacy_checks(est, samples, alpha)
+    return with_checks(est, ([convergence] if convergence is not None else []) + checks, cov)
+
+
+def with_checks(est: ContactEstimate, checks: list[trust.Check], covariance: np.ndarray | None = None
+                ) -> ContactEstimate:
+    """Fold trust checks into an estimate: verdict, reason, honest covariance, ``extras['trust']``."""
+    if not checks and covariance is None:
+        return est
+    summary = {c.kind: {'ok': c.ok, 'reason': c.reason, **({'p_value': c.p_value} if np.isfinite(c.p_value) else {}),
+                        **{k: v for k, v in c.details.items() if isinstance(v, (int, float, bool))}}
+               for c in checks}
+    bad = trust.first_failure(checks)
+    valid, reason = est.valid, est.reason
+    notes = [c.reason for c in checks if c.ok and c.reason != 'ok']
+    if notes and bad is None and valid:
+        reason = '; '.join([reason] + notes)
+    if bad is not None and (valid or (bad.kind == 'convergence' and reason.startswith('not converged'))):
+        valid, reason = False, bad.reason         # the shared rule's reason replaces an own 'not converged'
+    elif bad is not None:
+        summary['note'] = bad.reason
+    extras = dict(est.extras, trust=summary)
+    cov = est.covariance if covariance is None else covariance
+    return replace(est, valid=valid, reason=reason, covariance=cov, extras=extras)
+
+
+class TrustMonitor:
+    """Live form of the convergence rule: the successive published estimates of one estimator.
+
+    ``review(est)`` appends the estimate to a bounded history (``length`` reports) and returns it with the
+    convergence verdict of that history (and the Kalman NIS check); the same sequence of estimates gives
+    the same verdicts, live or replayed.
+    """
+
+    def __init__(self, estimator, length: int = 100, min_reports: int = 10):
+        self.estimator = estimator
+        self.length = int(length)
+        self.min_reports = int(min_reports)
+        self.reset()
+
+    def reset(self) -> None:
+        self._history: deque = deque(maxlen=self.length)
+
+    def review(self, est: ContactEstimate) -> ContactEstimate:
+        if est.samples_used <= 0:
+            return est
+        self._history.append(est)
+        checks = []
+        if len(self._history) >= self.min_reports:
+            conv = convergence_check(self.estimator, list(self._history))
+            if conv is not None:
+                checks.append(conv)
+        if 'nis' in est.extras:
+            nis = _nis(est)
+            checks.append(nis)
+            if nis.details.get('inflation', 1.0) > 1.0:
+                return with_checks(est, checks, make_spd(est.covariance * nis.details['inflation']))
+        return with_checks(est, checks)
+
+
+
+def _nis(est: ContactEstimate) -> trust.Check:
+    """The NIS check of a Kalman estimate. Alone (white residuals, no omitted term) a NIS above its band
+    means the assumed force noise is too low, not that the model is wrong: the covariance is inflated by
+    the NIS (``details['inflation']``) and the estimate keeps its validity with a note in its reason."""
+    nis = trust.nis_check(float(est.extras['nis']), n=int(est.samples_used), alpha=0.01)
+    if nis.ok:
+        return nis
+    note = (f'noise setting too low: mean NIS {nis.statistic:.3g} above its chi^2 band, '
+            f'sigma inflated x{np.sqrt(nis.details["inflation"]):.2f}')
+    return replace(nis, ok=True, reason=note, details=dict(nis.details, note=note))
+
+
+def _omitted_mass(samples: ContactSamples, X: np.ndarray, F: np.ndarray, alpha: float) -> trust.Check:
+    """Is a mass term m xddot significant in F = k x + b xdot (+ m xddot)?
+
+    The regressor is a central difference of the deformation rate that shares no noise sample with the
+    residual: z_i = (xd[i+L] - xd[i-L]) / (t[i+L] - t[i-L]), L one more than the correlation length of the
+    rate's noise (the differentiator's window, measured as the last lag <= 32 where |acf(diff2 xd)| > 0.2).
+    A second derivative of the same noisy x would correlate with the residual through the x noise (an
+    errors-in-variables 'mass' of k sigma_x^2 / (dt^2 var xddot)) and flag noise as mass.
+    """
+    xd, t = samples.xd, samples.t
+    d = np.diff(xd, 2)                     # twice differenced: the rate's noise dominates its signal
+    acf = np.abs(trust.autocorrelation(d, min(32, max(len(d) // 4, 1)))) if len(d) > 8 else np.zeros(0)
+    above = np.flatnonzero(acf > 0.2)
+    L = int(above[-1]) + 2 if len(above) else 1
+    n = len(xd)
+    if n <= 2 * L + 10:
+        return trust.Check(True, 'ok', 'omitted_regressor', details={'note': 'window too short to test'})
+    span = t[2 * L:] - t[:-2 * L]
+    if not np.all(span > 0):
+        return trust.Check(True, 'ok', 'omitted_regressor', details={'note': 'repeated stamps'})
+    z = (xd[2 * L:] - xd[:-2 * L]) / span
+    inner = slice(L, n - L)
+    return trust.omitted_regressor(X[inner], F[inner], z, ('mass',), alpha=alpha)
