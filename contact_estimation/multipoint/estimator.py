@@ -185,8 +185,11 @@ def global_fit(A: np.ndarray, y: np.ndarray, *, bounded: bool = True, thresholds
     kpos = k > 1e-12 * max(1.0, np.abs(theta).max())
     mu = muk / k if kpos else 0.0
     J = np.array([[1, 0, 0], [0, 1, 0], [(-muk / k ** 2) if kpos else 0.0, 0, (1 / k) if kpos else 0.0]])
-    cov = J @ cov_theta @ J.T
-    cov = 0.5 * (cov + cov.T)
+    if np.all(np.isfinite(cov_theta)):
+        cov = J @ cov_theta @ J.T
+        cov = 0.5 * (cov + cov.T)
+    else:                                            # rank deficient: unknown (huge, still SPD)
+        cov = np.diag(np.full(3, 1e300))
     excitation = _excitation(Phi)
     excitation[unexcited] = 0.0
     std = np.sqrt(np.maximum(np.diag(cov_theta), 0.0))
