@@ -12,57 +12,93 @@ class RingBuffer:
     the oldest n of them (a consumer with a bounded cost per update leaves the rest for the next one).
     Every sample appended is accounted for: appended = popped + overflowed + discarded (``clear``) + len.
     ``high_water`` is the most unread samples held at once.
+
+    ``append`` (the per-message callback path) stages samples in a short Python list (about 40 ns instead
+    of about 1 us for two numpy element writes) and moves them into the arrays in blocks of ``stage``
+    samples, or before any read; ``len``, ``overflowed`` and ``high_water`` read as if they had been moved.
     """
 
-    def __init__(self, capacity: int, width: int):
+    def __init__(self, capacity: int, width: int, stage: int = 256):
         if capacity < 1 or width < 1:
             raise ValueError('capacity and width must be >= 1')
+        self._staged: list = []
+        self._stage = max(1, int(stage))
         self.capacity = int(capacity)
         self.width = int(width)
         self._stamps = np.zeros(self.capacity, dtype=np.int64)
         self._rows = np.zeros((self.capacity, self.width), dtype=np.float64)
         self._head = 0      # next write position
         self._size = 0      # unread samples
-        self.overflowed = 0
+        self._overflowed = 0
         self.appended = 0
         self.popped = 0
         self.discarded = 0
-        self.high_water = 0
+        self._high_water = 0
 
     def __len__(self) -> int:
-        return self._size
+        return min(self.capacity, self._size + len(self._staged))
+
+    @property
+    def overflowed(self) -> int:
+        """Samples overwritten unread (the oldest ones, when the buffer was full)."""
+        return self._overflowed + max(0, self._size + len(self._staged) - self.capacity)
+
+    @property
+    def high_water(self) -> int:
+        return max(self._high_water, len(self))
 
     def append(self, stamp_ns: int, row) -> None:
-        """Copy one sample in (the callback path)."""
+        """Copy one sample in (the callback path): staged, moved into the arrays in blocks."""
+        staged = self._staged
+        staged.append((stamp_ns, row))
+        if len(staged) >= self._stage:
+            self._flush()
+
+    def _flush(self) -> None:
+        staged, n = self._staged, len(self._staged)
+        if not n:
+            return
+        self._staged = []
+        stamps = np.fromiter((s for s, _ in staged), dtype=np.int64, count=n)
+        rows = np.array([r for _, r in staged], dtype=np.float64).reshape(n, self.width)
+        self._extend(stamps, rows)
+
+    def append_now(self, stamp_ns: int, row) -> None:
+        """Copy one sample straight into the arrays."""
+        self._flush()
         i = self._head
         self._stamps[i] = stamp_ns
         self._rows[i] = row
         self._head = (i + 1) % self.capacity
         self.appended += 1
         if self._size == self.capacity:
-            self.overflowed += 1
+            self._overflowed += 1
         else:
             self._size += 1
-            if self._size > self.high_water:
-                self.high_water = self._size
+            if self._size > self._high_water:
+                self._high_water = self._size
 
     def extend(self, stamps_ns: np.ndarray, rows: np.ndarray) -> None:
         """Copy a block of samples in, oldest first."""
+        self._flush()
+        self._extend(stamps_ns, rows)
+
+    def _extend(self, stamps_ns: np.ndarray, rows: np.ndarray) -> None:
         stamps_ns = np.asarray(stamps_ns, dtype=np.int64)
         rows = np.asarray(rows, dtype=np.float64).reshape(len(stamps_ns), self.width)
         n = len(stamps_ns)
         self.appended += n
         if n > self.capacity:
-            self.overflowed += n - self.capacity
+            self._overflowed += n - self.capacity
             stamps_ns, rows, n = stamps_ns[-self.capacity:], rows[-self.capacity:], self.capacity
         idx = (self._head + np.arange(n)) % self.capacity
         self._stamps[idx] = stamps_ns
         self._rows[idx] = rows
         self._head = (self._head + n) % self.capacity
         lost = max(0, self._size + n - self.capacity)
-        self.overflowed += lost
+        self._overflowed += lost
         self._size = min(self.capacity, self._size + n)
-        self.high_water = max(self.high_water, self._size)
+        self._high_water = max(self._high_water, self._size)
 
     def pop_all(self) -> tuple[np.ndarray, np.ndarray]:
         """Unread samples (stamps, rows) in arrival order, as copies; the buffer is then empty."""
@@ -70,6 +106,7 @@ class RingBuffer:
 
     def pop(self, max_n: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The oldest ``max_n`` unread samples (all: None) in arrival order, as copies; the rest stay."""
+        self._flush()
         n = self._size if max_n is None else max(0, min(int(max_n), self._size))
         idx = (self._head - self._size + np.arange(n)) % self.capacity
         out = self._stamps[idx].copy(), self._rows[idx].copy()
@@ -79,5 +116,6 @@ class RingBuffer:
 
     def clear(self) -> None:
         """Forget the unread samples (counted in ``discarded``)."""
+        self._flush()
         self.discarded += self._size
         self._size = 0

@@ -41,6 +41,16 @@ def test_ring_buffer_pop_leaves_the_rest_and_accounts_for_every_sample():
     assert rb.appended == rb.popped + rb.overflowed + rb.discarded + len(rb) == 11
 
 
+def test_staged_appends_read_as_if_stored():
+    rb = RingBuffer(5, 3, stage=4)
+    for i in range(7):                                         # 7 appends: one block of 4 moved, 3 staged
+        rb.append(i + 1, (i, 2 * i, 3 * i))
+    assert len(rb) == 5 and rb.overflowed == 2 and rb.high_water == 5
+    st, rows = rb.pop(4)
+    assert st.tolist() == [3, 4, 5, 6] and rows[:, 2].tolist() == [6, 9, 12, 15] and len(rb) == 1
+    assert rb.appended == rb.popped + rb.overflowed + len(rb) == 7
+
+
 def _push(p: ContactPipeline, m: dict, sl: slice) -> None:
     p.push_wrench_columns(m['stamp_ns'][sl], m['force_meas'][sl])
     p.push_joint_columns(m['stamp_ns'][sl], ['slider'], m['q'][sl, None])
