@@ -233,7 +233,7 @@ class PkmPipeline:
         Lw = x[win, 0:6]
         coefL = G @ Lw                                                         # (K, 3, 6)
         vel = x[ks, 6:12]
-        have_v = self.p['use_measured_velocity'] and np.isfinite(x[win, 6:12]).all(axis=(1, 2))
+        have_v = np.isfinite(x[win, 6:12]).all(axis=(1, 2)) & bool(self.p['use_measured_velocity'])
         Ld = np.where(have_v[:, None], vel, coefL[:, 1])
         coefV = G @ np.where(np.isfinite(x[win, 6:12]), x[win, 6:12], 0.0)
         Ldd = np.where(have_v[:, None], coefV[:, 1], 2.0 * coefL[:, 2])

@@ -1,0 +1,183 @@
+"""pkm_identifier as a real node in its own process, fed a simulated hexapod over DDS from this test process;
+the same messages through run-bag must give the same estimate. Also: services, config in sync, offline report."""
+from __future__ import annotations
+
+import importlib.util
+import math
+import time
+
+import numpy as np
+import pytest
+import yaml
+
+rclpy = pytest.importorskip('rclpy')
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from geometry_msgs.msg import InertiaStamped  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from std_srvs.srv import SetBool, Trigger  # noqa: E402
+
+from contact_dynamics.msg import ParameterEstimate  # noqa: E402
+from contact_dynamics.srv import PkmSetActiveSet  # noqa: E402
+from contact_dynamics_common.bag import BagWriter  # noqa: E402
+from contact_dynamics_common.cli import run_bag  # noqa: E402
+from contact_dynamics_common.params import load_params_file  # noqa: E402
+from pkm_identification.simulate import make_record, truth_dict  # noqa: E402
+
+from ros_harness import ROOT, Listener, call_service, start_node, stop, wait_matched  # noqa: E402
+
+CONFIG = str(ROOT / 'config' / 'pkm_identifier.yaml')
+NAMES = [f'strut_{i}' for i in range(1, 7)]
+TOPICS = {'/pkm_identifier/parameters': ParameterEstimate, '/pkm_identifier/platform_inertia': InertiaStamped,
+          '/pkm_identifier/predicted_effort': JointState, '/diagnostics': DiagnosticArray}
+
+
+def corrupted_stream(duration: float = 2.5):
+    """The simulated multisine hexapod (1 kHz) with bad messages mixed in: NaN effort, a repeated stamp and a
+    stamp from the past, each every few hundred samples. Returns (messages, counts of each kind, truth)."""
+    _, rec = make_record('uf_like', 'multisine', duration)
+    t0 = 1_000_000_000
+    msgs, bad = [], {'nonfinite': 0, 'out_of_order': 0}
+    for k in range(len(rec.t)):
+        ns = t0 + int(round(rec.t[k] * 1e9))
+        msgs.append((ns, rec.L[k], rec.Ld[k], rec.F[k]))
+        if k % 250 == 100:
+            f = rec.F[k].copy()
+            f[3] = math.nan
+            msgs.append((ns + 500_000, rec.L[k], rec.Ld[k], f))
+            bad['nonfinite'] += 1
+        if k % 300 == 200:
+            msgs.append((ns, rec.L[k], rec.Ld[k], rec.F[k]))             # repeated
+            msgs.append((ns - 50_000_000, rec.L[k], rec.Ld[k], rec.F[k]))  # 50 ms in the past
+            bad['out_of_order'] += 2
+    return msgs, bad, truth_dict(rec)
+
+
+def write_stream_bag(path, msgs):
+    with BagWriter(path, overwrite=True) as bag:
+        for i, (ns, L, Ld, F) in enumerate(msgs):
+            sec, nsec = divmod(ns, 10 ** 9)
+            bag.write('/joint_states', 'sensor_msgs/msg/JointState',
+                      {'header': {'stamp': {'sec': sec, 'nanosec': nsec}, 'frame_id': ''}, 'name': NAMES,
+                       'position': L.tolist(), 'velocity': Ld.tolist(), 'effort': F.tolist()},
+                      1_000_000_000 + i * 1_000_000)                     # log time = arrival order
+    return path
+
+
+def _diag(listener: Listener, name: str) -> dict:
+    for arr in reversed(listener.get('/diagnostics')):
+        for st in arr.status:
+            if st.name == name:
+                return {'level': st.level, 'message': st.message, **{kv.key: kv.value for kv in st.values}}
+    return {}
+
+
+@pytest.fixture
+def ros_context():
+    rclpy.init()
+    yield
+    if rclpy.ok():
+        rclpy.shutdown()
+
+
+@pytest.mark.ros
+def test_live_node_converges_and_equals_run_bag(tmp_path, ros_context):
+    msgs, bad, truth = corrupted_stream()
+    bag = write_stream_bag(tmp_path / 'bag', msgs)
+    save = tmp_path / 'estimate.yaml'
+    proc = start_node('pkm_identification.node', '--params-file', CONFIG, '-p', f'save_path:={save}')
+    listener = Listener(TOPICS)
+    pub_node = Node('test_pkm_publisher')
+    offline, _, _ = run_bag(str(bag), CONFIG, progress=False)
+    last_off = offline.outputs['/pkm_identifier/parameters'][-1][1]
+    end_stamp = (last_off['header']['stamp']['sec'], last_off['header']['stamp']['nanosec'])
+    try:
+        pub = pub_node.create_publisher(JointState, '/joint_states', 1000)
+        wait_matched([pub])
+        start = time.perf_counter()
+        for i, (ns, L, Ld, F) in enumerate(msgs):
+            delay = start + i * 1e-3 - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            m = JointState()
+            m.header.stamp.sec, m.header.stamp.nanosec = divmod(ns, 10 ** 9)
+            m.name, m.position, m.velocity, m.effort = NAMES, L.tolist(), Ld.tolist(), F.tolist()
+            pub.publish(m)
+
+        def done():
+            p = listener.get('/pkm_identifier/parameters')
+            return p and (p[-1].header.stamp.sec, p[-1].header.stamp.nanosec) == end_stamp
+        assert listener.wait_for(done, timeout=10.0), 'no estimate covering the last samples arrived'
+        assert listener.wait_for(lambda: int(_diag(listener, 'pkm_identifier: input joint_states')
+                                             .get('received', 0)) >= len(msgs), timeout=5.0), 'messages lost'
+        # services: save, set_active_set, freeze
+        cli = pub_node.create_client(Trigger, '/pkm_identifier/save')
+        assert cli.wait_for_service(timeout_sec=5.0)
+        r = call_service(pub_node, cli, Trigger.Request())
+        assert r.success, r.message
+        sa = pub_node.create_client(PkmSetActiveSet, '/pkm_identifier/set_active_set')
+        assert sa.wait_for_service(timeout_sec=5.0)
+        r = call_service(pub_node, sa, PkmSetActiveSet.Request(preset='friction'))
+        assert not r.success and 'estimate_friction' in r.message
+        r = call_service(pub_node, sa, PkmSetActiveSet.Request(names=['m_p', 'Iyyp']))
+        assert r.success and list(r.active) == ['m_p', 'Iyyp']
+        fr = pub_node.create_client(SetBool, '/pkm_identifier/freeze')
+        assert fr.wait_for_service(timeout_sec=5.0)
+        assert call_service(pub_node, fr, SetBool.Request(data=True)).success
+    finally:
+        pub_node.destroy_node()
+        log = stop(proc)
+        listener.close()
+    live = [p for p in listener.get('/pkm_identifier/parameters')
+            if (p.header.stamp.sec, p.header.stamp.nanosec) == end_stamp][0]
+    names = list(live.names)
+    err = {n: 100 * (v / truth[n] - 1) for n, v in zip(names, live.values)}
+    assert all(abs(e) < 0.1 for e in err.values()), err              # converged to the truth (S11 gate)
+    assert list(live.flags) == ['identified'] * 8, list(live.flags)
+    assert live.valid, live.status
+    cov = np.array(live.covariance).reshape(8, 8)
+    np.linalg.cholesky(cov)
+    # same data offline: identical final estimate
+    assert last_off['names'] == names
+    np.testing.assert_allclose(last_off['values'], list(live.values), rtol=1e-9)
+    np.testing.assert_allclose(last_off['covariance'], list(live.covariance), rtol=1e-6, atol=1e-15)
+    assert last_off['flags'] == list(live.flags)
+    # rejections counted the same way live and offline
+    d = _diag(listener, 'pkm_identifier: input joint_states')
+    assert int(d['joint_states.nonfinite']) == bad['nonfinite'], (d, log)
+    assert int(d['joint_states.out_of_order']) == bad['out_of_order']
+    st = offline.status['pkm_identifier']
+    assert st['joint_states.nonfinite'] == bad['nonfinite'] and st['joint_states.out_of_order'] == bad['out_of_order']
+    # the platform inertia and the feed-forward forces
+    inertia = listener.get('/pkm_identifier/platform_inertia')[-1]
+    assert inertia.header.frame_id == 'platform' and abs(inertia.inertia.m / truth['m_p'] - 1) < 1e-3
+    ff = listener.get('/pkm_identifier/predicted_effort')[-1]
+    assert list(ff.name) == NAMES and len(ff.effort) == 6
+    saved = yaml.safe_load(save.read_text())
+    assert saved['parameters']['m_p']['flag'] == 'identified'
+    assert abs(saved['parameters']['m_p']['value'] / truth['m_p'] - 1) < 1e-3
+
+
+@pytest.mark.ros
+def test_wrong_parameter_or_machine_stops_the_node(ros_context):
+    proc = start_node('pkm_identification.node', '--params-file', CONFIG, '-p', 'measurement_std:=-1.0')
+    try:
+        proc.wait(timeout=20)
+    finally:
+        log = stop(proc)
+    assert proc.returncode == 2 and "parameter 'measurement_std' = -1.0 is outside its range" in log
+    proc = start_node('pkm_identification.node', '--params-file', CONFIG, '-p', 'machine:=no_such_machine')
+    try:
+        proc.wait(timeout=20)
+    finally:
+        log = stop(proc)
+    assert proc.returncode == 2 and 'no_such_machine' in log
+
+
+def test_documented_config_is_generated():
+    spec = importlib.util.spec_from_file_location('gen_config', ROOT / 'tools' / 'gen_config.py')
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    assert (ROOT / 'config' / 'pkm_identifier.yaml').read_text() == gen.render('pkm_identifier')
+    values = load_params_file(CONFIG, 'pkm_identifier')
+    assert values['prior_scale'] == 0.8
