@@ -158,7 +158,7 @@ class RecursiveSegmentedLS:
         shp = (2, nseg)
         r2 = np.full(shp, np.nan)
         return ImpedanceProfile(edges=self.edges.copy(), theta=theta.reshape(shp + (4,)), cov=cov.reshape(shp + (4, 4)),
-                                n=self.count.reshape(shp).copy(), kappa=kappa.reshape(shp), residual_rms=rms.reshape(shp),
+                                n=np.round(self.weight).astype(np.int64).reshape(shp), kappa=kappa.reshape(shp), residual_rms=rms.reshape(shp),
                                 r2=r2, unique_variance=uv.reshape(shp + (4,)), column_variance=colvar.reshape(shp + (4,)),
                                 valid=valid.reshape(shp), separable=sep.reshape(shp), damping_identifiable=damp.reshape(shp),
                                 reason=[reason[:nseg], reason[nseg:]],

@@ -1,0 +1,137 @@
+"""impedance_profiler: the online position-varying impedance profiler node (ROS 2 glue only).
+
+Subscribes  joint_states (sensor_msgs/JointState: position, and effort with force_source=effort) and, with
+            force_source=wrench, wrench (geometry_msgs/WrenchStamped); sensor-data QoS.
+Publishes   ~/profile (contact_dynamics/ImpedanceProfile) at publish_rate, /diagnostics.
+Services    ~/reset (std_srvs/Trigger) and the lifecycle services (autostart by default).
+Callbacks only copy samples into the pipeline's ring buffers; the profile is updated on a timer.
+"""
+from __future__ import annotations
+
+import time
+
+from geometry_msgs.msg import WrenchStamped
+from sensor_msgs.msg import JointState
+
+from contact_dynamics.msg import ImpedanceProfile as ImpedanceProfileMsg
+from contact_dynamics_common.msgconv import stamp_to_ns
+from contact_dynamics_common.node import ERROR, OK, WARN, EstimatorNode, RateMeter, output_qos, run, sensor_qos, status
+from contact_dynamics_common.rosfill import fill
+
+from .config import NODE_NAME, PARAMS
+from .offline import publication
+from .pipeline import ImpedancePipeline
+
+
+class ImpedanceProfilerNode(EstimatorNode):
+    def __init__(self, **kwargs):
+        super().__init__(NODE_NAME, PARAMS, **kwargs)
+        self.pipeline: ImpedancePipeline | None = None
+        self.rates = {'joint_states': RateMeter(), 'wrench': RateMeter()}
+        self.pub = None
+        self.latest = None
+        self._reported_error = ''
+        self._sample_us: list = []
+
+    def configure(self) -> None:
+        p = self.params
+        self.pipeline = ImpedancePipeline(p)
+        if self.pub is None:
+            qos = sensor_qos(p['input_queue_size'])
+            self.create_subscription(JointState, p['joint_states_topic'], self._on_joint_state, qos)
+            if p['force_source'] == 'wrench':
+                self.create_subscription(WrenchStamped, p['wrench_topic'], self._on_wrench, qos)
+            self.pub = self.create_lifecycle_publisher(ImpedanceProfileMsg, '~/profile', output_qos())
+        self.get_logger().info(
+            f"profiling joint '{p['joint_name']}' over {len(self.pipeline.edges) - 1} segments "
+            f"[{self.pipeline.edges[0]:g}, {self.pipeline.edges[-1]:g}], force from {p['force_source']}, "
+            f"publishing at {p['publish_rate']:g} Hz")
+
+    def _on_joint_state(self, msg: JointState) -> None:
+        if not self.active:
+            return
+        self.rates['joint_states'].tick()
+        self.pipeline.push_joint_state(stamp_to_ns(msg.header.stamp), msg.name, msg.position, msg.effort)
+
+    def _on_wrench(self, msg: WrenchStamped) -> None:
+        if not self.active:
+            return
+        self.rates['wrench'].tick()
+        f = msg.wrench.force
+        self.pipeline.push_wrench(stamp_to_ns(msg.header.stamp), f.x, f.y, f.z)
+        if not self.pipeline.wrench_frame:
+            self.pipeline.wrench_frame = msg.header.frame_id
+
+    def update(self) -> None:
+        t0 = time.perf_counter()
+        n = self.pipeline.step()
+        if n:
+            self._sample_us.append((time.perf_counter() - t0) * 1e6 / n)
+            self._sample_us = self._sample_us[-200:]
+        if self.pipeline.last_error and self.pipeline.last_error != self._reported_error:
+            self._reported_error = self.pipeline.last_error
+            self.get_logger().error(self.pipeline.last_error)
+        out = publication(self.pipeline, self.params)
+        if out is None:
+            return
+        self.latest = out
+        self.pub.publish(fill(ImpedanceProfileMsg(), out))
+
+    def reset_estimation(self) -> None:
+        if self.pipeline is not None:
+            self.pipeline.reset()
+        self.latest = None
+
+    def diagnostics(self):
+        name = self.get_name()
+        if self.pipeline is None:
+            return [status(f'{name}: pipeline', WARN, 'not configured (lifecycle state unconfigured)', {})]
+        counts = self.pipeline.status()
+        out = []
+        inputs = ['joint_states'] + (['wrench'] if self.params['force_source'] == 'wrench' else [])
+        for inp in inputs:
+            meter = self.rates[inp]
+            key = 'joint' if inp == 'joint_states' else 'wrench'
+            gate = {k: v for k, v in counts.items() if k.startswith(key + '.')}
+            values = {'rate_hz': meter.rate(), 'received': meter.count, 'age_s': meter.age(), **gate}
+            if inp == 'joint_states':
+                values.update({k: counts.get(k, 0) for k in ('joint_missing', 'joint_state_empty',
+                                                             'joint_state_malformed')})
+            bad = sum(v for k, v in gate.items() if not k.endswith(('.accepted', '.overflowed')))
+            if inp == 'joint_states' and self.pipeline.last_error and not counts.get('joint.accepted'):
+                level, msg = ERROR, self.pipeline.last_error
+            elif meter.count == 0:
+                level, msg = WARN, 'no messages received'
+            elif meter.age() > self.params['sensor_timeout'] * 20:
+                level, msg = WARN, f'stale: no message for {meter.age():.2f} s'
+            elif bad or gate.get(f'{key}.overflowed'):
+                level, msg = WARN, f'{bad} samples rejected, {gate.get(key + ".overflowed", 0)} overflowed'
+            else:
+                level, msg = OK, 'ok'
+            out.append(status(f'{name}: input {inp}', level, msg, values))
+        values = {k: v for k, v in counts.items() if '.' not in k}
+        values.update(self.cost.figures())
+        values['updates'] = self.updates
+        if self._sample_us:
+            import numpy as np
+            values['update_us_per_sample_p50'] = float(np.percentile(self._sample_us, 50))
+            values['update_us_per_sample_p99'] = float(np.percentile(self._sample_us, 99))
+        level = OK if self.active and not self.pipeline.last_error else WARN
+        msg = self.pipeline.last_error or ('ok' if self.active else 'inactive: profile frozen')
+        out.append(status(f'{name}: pipeline', level, msg, values))
+        if self.latest is not None:
+            f = self.latest
+            nvalid = sum(f['valid_pos']) + sum(f['valid_neg'])
+            sep = sum(f['mass_stiffness_separable_pos']) + sum(f['mass_stiffness_separable_neg'])
+            prof = {'valid_bins': nvalid, 'bins': 2 * (len(f['edges']) - 1), 'separable_bins': sep,
+                    'samples_used': f['samples_used']}
+            out.append(status(f'{name}: profile', OK if f['valid'] else WARN, f['status'], prof))
+        return out
+
+
+def main(args=None) -> None:
+    raise SystemExit(run(lambda: ImpedanceProfilerNode(), args))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,63 @@
+"""The impedance profiler as an offline node for run-bag: same pipeline, same message, bag time."""
+from __future__ import annotations
+
+from contact_dynamics_common.replay import resolve_topic
+
+from .config import NODE_NAME
+from .messages import MSG_TYPE, TOPIC, profile_fields
+from .pipeline import ImpedancePipeline
+
+WRENCH = 'geometry_msgs/msg/WrenchStamped'
+JOINT_STATE = 'sensor_msgs/msg/JointState'
+
+
+def publication(pipeline: ImpedancePipeline, params: dict) -> dict | None:
+    """Fields of the current profile (None before the first sample updated it)."""
+    if not pipeline.counts['samples_used']:
+        return None
+    frame = params['frame_id'] or pipeline.wrench_frame or params['joint_name']
+    extras = {'sample_rate_hz': pipeline.conditioner.measured_rate, 'cutoff_frequency_hz': params['cutoff_frequency'],
+              'forgetting_factor': params['forgetting_factor'], 'min_velocity': params['min_velocity'],
+              'covariance_correlation_samples': pipeline.conditioner.correlation,
+              'unpaired': float(pipeline.counts['unpaired']),
+              'delay_s': '1 sample + causal Butterworth group delay (same on x, v, a, F)'}
+    return profile_fields(pipeline.profile(), stamp_ns=pipeline.newest_ns, frame_id=frame,
+                          joint_name=params['joint_name'], force_source=params['force_source'],
+                          algorithm='recursive_segmented_ls', samples_used=pipeline.counts['samples_used'],
+                          extras=extras)
+
+
+class OfflineImpedanceProfiler:
+    node_name = NODE_NAME
+
+    def __init__(self, params: dict):
+        self.params = params
+        self.pipeline = ImpedancePipeline(params)
+        self.period_ns = int(round(1e9 / params['publish_rate']))
+        self.joint_topic = resolve_topic(params['joint_states_topic'], NODE_NAME)
+        self.wrench_topic = resolve_topic(params['wrench_topic'], NODE_NAME) \
+            if params['force_source'] == 'wrench' else None
+        self.out_topic = resolve_topic(TOPIC, NODE_NAME)
+
+    def inputs(self) -> dict[str, str]:
+        out = {self.joint_topic: JOINT_STATE}
+        if self.wrench_topic:
+            out[self.wrench_topic] = WRENCH
+        return out
+
+    def push(self, topic: str, cols: dict, sl: slice) -> None:
+        if topic == self.wrench_topic:
+            self.pipeline.push_wrench_columns(cols['stamp_ns'][sl], cols['force'][sl])
+            self.pipeline.wrench_frame = self.pipeline.wrench_frame or cols.get('frame_id', '')
+        else:
+            effort = cols.get('effort')
+            self.pipeline.push_joint_columns(cols['stamp_ns'][sl], cols['name'], cols['position'][sl],
+                                             effort[sl] if effort is not None else None)
+
+    def tick(self, now_ns: int) -> list[tuple[str, str, dict]]:
+        self.pipeline.step()
+        fields = publication(self.pipeline, self.params)
+        return [] if fields is None else [(self.out_topic, MSG_TYPE, fields)]
+
+    def status(self) -> dict:
+        return dict(self.pipeline.status())
