@@ -1,0 +1,245 @@
+"""Rover inputs shared by both nodes (ROS-free): model loading, the latest JointState / Odometry / obstacle
+hypothesis, their validation, and the synchronised state (q, q̇) in pinocchio's free-flyer convention.
+
+Bad input never raises out of a push: it is counted, the sample is dropped, and ``last_error`` says why
+(unknown or missing joint names, non-finite values, an obstacle behind the rover). ``state()`` raises
+InputError when no consistent state exists (missing input, stale odometry or joint state).
+"""
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from contact_dynamics_common.params import ConfigError
+
+from .impact.geometry import beta_from_face_normal, beta_from_step
+from .models.rover3d import ModelError, RoverModel, load_roles
+
+NS = 1e-9
+
+
+class InputError(RuntimeError):
+    """No usable state: the reason is the message."""
+
+
+def resolve_config_path(path: str) -> Path:
+    """An existing file: as given, else in the source tree's config/, else in share/contact_dynamics/config."""
+    p = Path(path)
+    if p.is_file():
+        return p
+    for base in (Path(__file__).resolve().parents[1] / 'config', Path(sys.prefix) / 'share' / 'contact_dynamics' / 'config'):
+        if (base / path).is_file():
+            return base / path
+    raise ConfigError(f"file '{path}' not found (also looked in the package config/)")
+
+
+def load_model(params: dict) -> RoverModel:
+    """RoverModel from ``model_yaml`` (role map) and optionally ``urdf_path``; ConfigError with the reason."""
+    try:
+        roles_path = resolve_config_path(params['model_yaml'])
+        roles, urdf = load_roles(str(roles_path))
+        if params.get('urdf_path'):
+            urdf = resolve_config_path(params['urdf_path']).read_text(encoding='utf-8')
+        return RoverModel(urdf, roles)
+    except (ModelError, OSError) as exc:
+        raise ConfigError(f'rover model: {exc}') from None
+
+
+@dataclass
+class Hypothesis:
+    """A validated obstacle hypothesis: contact angle β [rad], impacting wheels, distance [m] (NaN unknown)."""
+    stamp_ns: int
+    beta: float
+    wheels: list
+    distance: float = float('nan')
+    k: float = 0.0
+    p: float = 1.5
+    e: float = 0.9
+    contact_model: str = ''
+    height: float = 0.0
+    seq: int = 0
+
+
+@dataclass
+class RoverInputs:
+    model: RoverModel
+    max_age_s: float = 0.2
+    default_wheels: list = field(default_factory=list)
+    counts: Counter = field(default_factory=Counter)
+    last_error: str = ''
+    joint_stamp: int | None = None
+    odom_stamp: int | None = None
+    obstacle: Hypothesis | None = None
+    _obstacle_seq: int = 0
+
+    def __post_init__(self):
+        m = self.model
+        self.names = m.joint_names
+        self.jpos = np.zeros(len(self.names))
+        self.jvel = np.zeros(len(self.names))
+        self.pose = np.array([0, 0, 0, 0, 0, 0, 1.0])
+        self.twist = np.zeros(6)
+        self.default_wheels = list(self.default_wheels or m.roles.contact_wheels_default or m.wheel_names[:2])
+        bad = [w for w in self.default_wheels if w not in m.wheel_names]
+        if bad:
+            raise ConfigError(f"contact_wheels_default {bad} are not wheels of the model ({', '.join(m.wheel_names)})")
+
+    def _error(self, key: str, text: str) -> None:
+        self.counts[key] += 1
+        self.last_error = text
+
+    # ---------------------------------------------------------------- pushes
+    def push_joint_state(self, stamp_ns: int, names, positions, velocities) -> bool:
+        self.counts['joint_states'] += 1
+        names = list(names)
+        pos, vel = np.asarray(positions, float), np.asarray(velocities, float)
+        if len(pos) != len(names) or len(vel) != len(names):
+            self._error('joint_state_malformed', f'JointState has {len(names)} names, {len(pos)} positions, '
+                        f'{len(vel)} velocities (velocities are required)')
+            return False
+        index = {n: i for i, n in enumerate(names)}
+        missing = [n for n in self.names if n not in index]
+        if missing:
+            self._error('joint_missing', f"JointState lacks joint(s) {', '.join(missing)} of model "
+                        f"'{self.model.roles.model_name}' (got {', '.join(names) or 'none'})")
+            return False
+        unknown = [n for n in names if n not in self.model.jid]
+        if unknown:
+            self.counts['joint_unknown_names'] += 1
+        sel = [index[n] for n in self.names]
+        if not (np.all(np.isfinite(pos[sel])) and np.all(np.isfinite(vel[sel]))):
+            self._error('joint_nonfinite', 'JointState has NaN/inf positions or velocities: sample dropped')
+            return False
+        if stamp_ns <= 0:
+            self._error('joint_zero_stamp', 'JointState has a zero stamp: sample dropped')
+            return False
+        self.jpos, self.jvel, self.joint_stamp = pos[sel], vel[sel], int(stamp_ns)
+        self.counts['joint_states_accepted'] += 1
+        return True
+
+    def push_odometry(self, stamp_ns: int, position, orientation_xyzw, linear, angular) -> bool:
+        self.counts['odometry'] += 1
+        vals = np.concatenate([np.asarray(position, float), np.asarray(orientation_xyzw, float),
+                               np.asarray(linear, float), np.asarray(angular, float)])
+        if vals.size != 13 or not np.all(np.isfinite(vals)):
+            self._error('odometry_nonfinite', 'Odometry has NaN/inf values: sample dropped')
+            return False
+        qn = np.linalg.norm(vals[3:7])
+        if qn < 1e-9:
+            self._error('odometry_bad_quaternion', 'Odometry orientation is a zero quaternion: sample dropped')
+            return False
+        if stamp_ns <= 0:
+            self._error('odometry_zero_stamp', 'Odometry has a zero stamp: sample dropped')
+            return False
+        self.pose = np.concatenate([vals[0:3], vals[3:7] / qn])
+        self.twist = vals[7:13]
+        self.odom_stamp = int(stamp_ns)
+        self.counts['odometry_accepted'] += 1
+        return True
+
+    def hypothesis(self, stamp_ns: int, frame_id: str, face_normal_out, beta: float, height: float,
+                   distance: float, wheels, step_edge: bool, k: float = 0.0, p: float = 1.5, e: float = 0.9,
+                   contact_model: str = '', base_frame: str = 'base_link') -> Hypothesis:
+        """A validated hypothesis (ValueError with the reason): β from the face normal (rotated from the base
+        frame by the odometry orientation when given in it) or beta_rad, step-edge mapping, wheels known,
+        face towards the heading, distance ≥ 0."""
+        wheels = list(wheels) or list(self.default_wheels)
+        bad = [w for w in wheels if w not in self.model.wheel_names]
+        if bad:
+            raise ValueError(f"unknown contact wheel(s) {', '.join(bad)} (wheels: {', '.join(self.model.wheel_names)})")
+        n = np.asarray(face_normal_out, float)
+        if not np.all(np.isfinite(n)) or not all(np.isfinite([beta, height])):
+            raise ValueError('non-finite obstacle geometry')
+        if np.linalg.norm(n) > 0:
+            R = _rot(self.pose[3:7])
+            if frame_id == base_frame:
+                n = R @ n                       # to the odometry (world) frame
+            psi = np.arctan2(R[1, 0], R[0, 0])
+            heading = np.array([np.cos(psi), np.sin(psi)])
+            n_in = -n / np.linalg.norm(n)
+            if n_in[:2] @ heading <= 1e-9 and abs(n_in[2]) < 1 - 1e-9:
+                raise ValueError('obstacle behind the rover (its face does not face the heading)')
+            b = beta_from_face_normal(n)
+        else:
+            b = float(beta)
+        if step_edge and height > 0:
+            R_w = min(self.model.wheel_radius[self.model.wheel_names.index(w)] for w in wheels)
+            b = beta_from_step(height, R_w, b if b > 0 else np.pi / 2)
+        if not 0.0 < b <= np.pi / 2 + 1e-12:
+            raise ValueError(f'contact angle beta = {b:.4g} rad is outside (0, pi/2]')
+        if np.isfinite(distance) and distance < 0:
+            raise ValueError(f'obstacle behind the rover (distance {distance:.3g} m < 0)')
+        return Hypothesis(int(stamp_ns), float(b), wheels, float(distance) if distance > 0 else float('nan'),
+                          float(k), float(p) if p > 0 else 1.5, float(e) if 0 < e <= 1 else 0.9,
+                          contact_model, float(height))
+
+    def push_obstacle(self, *args, **kwargs) -> bool:
+        """Validate and keep an obstacle hypothesis (arguments of ``hypothesis``); a bad one is dropped."""
+        self.counts['obstacle'] += 1
+        try:
+            h = self.hypothesis(*args, **kwargs)
+        except ValueError as exc:
+            self._error('obstacle_rejected', f'obstacle rejected: {exc}')
+            return False
+        self._obstacle_seq += 1
+        h.seq = self._obstacle_seq
+        self.obstacle = h
+        self.counts['obstacle_accepted'] += 1
+        return True
+
+    # ---------------------------------------------------------------- state
+    def state(self, now_ns: int) -> tuple[np.ndarray, np.ndarray]:
+        """(q, q̇) of the latest joint state and odometry; InputError if missing or stale."""
+        if self.joint_stamp is None:
+            raise InputError('no valid JointState yet' + (f' ({self.last_error})' if self.last_error else ''))
+        if self.odom_stamp is None:
+            raise InputError('no valid Odometry yet')
+        for name, st in (('Odometry', self.odom_stamp), ('JointState', self.joint_stamp)):
+            age = (now_ns - st) * NS
+            if age > self.max_age_s:
+                self.counts['stale'] += 1
+                raise InputError(f'stale {name}: {age:.3f} s old > max_state_age_s {self.max_age_s:g} s')
+        skew = abs(self.odom_stamp - self.joint_stamp) * NS
+        if skew > self.max_age_s:
+            self.counts['stale'] += 1
+            raise InputError(f'JointState and Odometry are {skew:.3f} s apart > max_state_age_s')
+        m = self.model
+        q = m.configuration(dict(zip(self.names, self.jpos)), self.pose[0:3], self.pose[3:7])
+        v = m.velocity(self.twist[0:3], self.twist[3:6], dict(zip(self.names, self.jvel)))
+        return q, v
+
+    def forward_speed(self) -> float:
+        """Base speed along its heading in the world [m/s]."""
+        R = _rot(self.pose[3:7])
+        v_world = R @ self.twist[0:3]
+        psi = np.arctan2(R[1, 0], R[0, 0])
+        return float(v_world[0] * np.cos(psi) + v_world[1] * np.sin(psi))
+
+    def time_to_contact(self) -> float:
+        """distance / approach speed [s]; inf when the distance is unknown or the rover does not approach."""
+        if self.obstacle is None or not np.isfinite(self.obstacle.distance):
+            return float('inf')
+        v = self.forward_speed()
+        return self.obstacle.distance / v if v > 1e-9 else float('inf')
+
+    def slip(self) -> float:
+        """Largest |s| = |(R ω − v)/(R ω)| over the wheels (0 when not moving)."""
+        v = self.forward_speed()
+        worst = 0.0
+        for k, w in enumerate(self.model.wheel_names):
+            n = self.model.roles.wheels[w]['joint']
+            Rw = self.model.wheel_radius[k] * self.jvel[self.names.index(n)]
+            if abs(Rw) > 1e-6:
+                worst = max(worst, abs((abs(Rw) - v) / abs(Rw)))
+        return worst
+
+
+def _rot(q_xyzw: np.ndarray) -> np.ndarray:
+    x, y, z, w = q_xyzw
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])

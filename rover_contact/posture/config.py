@@ -1,0 +1,24 @@
+"""Parameters of the posture_evaluator node (one list for the node, run-bag and config/posture_evaluator.yaml)."""
+from __future__ import annotations
+
+from contact_dynamics_common.params import ParamSpec
+
+from ..config import COMMON
+
+NODE_NAME = 'posture_evaluator'
+
+PARAMS: list[ParamSpec] = COMMON + [
+    ParamSpec('candidates_topic', '~/candidates', 'contact_dynamics/PostureCandidateArray input: when received, '
+              'these candidates replace the parameter grid.'),
+    ParamSpec('posture_joints', [''], "Posture joints of the grid ([''] = the role map's posture_joints)."),
+    ParamSpec('posture_grid_min', [0.0], 'Grid lower bound per posture joint (one value: all joints).', unit='rad or m'),
+    ParamSpec('posture_grid_max', [0.0], 'Grid upper bound per posture joint (one value: all joints).', unit='rad or m'),
+    ParamSpec('posture_grid_steps', [1], 'Grid points per posture joint (one value: all joints).', low=1, high=1000),
+    ParamSpec('speed_grid', [0.07], 'Approach speeds of the grid.', low=0.0, low_open=True, unit='m/s'),
+    ParamSpec('energy_budget_j', 0.0, 'Allowed T_c; v_max = sqrt(budget / T_c(unit speed)) per candidate '
+              '(0: no speed advice, v_max NaN).', low=0.0, unit='J'),
+    ParamSpec('stability_margin_m', 0.05, 'Reject candidates whose CoM projection is closer than this to the '
+              'support polygon edge.', unit='m'),
+    ParamSpec('horizon_s', 5.0, 'Re-evaluate at every tick while the time to contact is below this (and once '
+              'per new obstacle hypothesis).', low=0.0, unit='s'),
+]
