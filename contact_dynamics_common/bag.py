@@ -470,21 +470,26 @@ def _decompress_prefix(compression: str, data: bytes) -> bytes:
     raise BagError(f'unsupported chunk compression {compression!r}')
 
 
-def _walk_records(buf: bytes) -> tuple[np.ndarray, list[tuple[int, int, int]], int]:
-    """Message record offsets, other records (opcode, offset, length) and the end of the last complete
-    record of a chunk's record stream."""
+def _walk_records(buf: bytes, *, suspect_last: bool = True
+                  ) -> tuple[np.ndarray, list[tuple[int, int, int]], int]:
+    """Message record offsets, other records (opcode, offset, length) and the end of the last good record of
+    a chunk's record stream. When the framing breaks inside the stream (garbage, not a cut),
+    ``suspect_last`` leaves out the record just before the break too: contiguous garbage that broke the
+    next record's header may have begun in its payload."""
     head = _RECORD_HEAD.unpack_from
     messages, other = [], []
     pos, end = 0, len(buf)
     while pos + 9 <= end:
         opcode, length = head(buf, pos)
-        if pos + 9 + length > end:
+        if pos + 9 + length > end or (opcode == 0x05 and length < _MESSAGE_DATA - 9):
             break
         if opcode == 0x05:
             messages.append(pos)
         else:
             other.append((opcode, pos, length))
         pos += 9 + length
+    if suspect_last and pos != end and messages and (not other or other[-1][1] < messages[-1]):
+        pos = messages.pop()                  # framing broke inside the stream: distrust the record before
     return np.array(messages, dtype=np.int64), other, pos
 
 
@@ -545,10 +550,17 @@ class _McapFile:
     def _scan(self, f: Any, problem: BagError | None) -> Summary:
         """Summary of the intact part of the file, read record by record from its start."""
         f.seek(0)
-        if f.read(8) != _MAGIC:
-            raise problem or BagError(f'{self.path}: not an MCAP file (bad magic)')
+        magic = f.read(8)
         self.indexed_by = 'scan'
         summary = Summary()
+        if magic != _MAGIC:
+            if len(magic) < 8 and _MAGIC.startswith(magic):        # cut before any record: nothing to read
+                self._note(0, 'truncated', f'the file ({self.size} bytes) ends before its first record')
+                summary.statistics = Statistics(
+                    attachment_count=0, channel_count=0, channel_message_counts={}, chunk_count=0,
+                    message_count=0, message_end_time=0, message_start_time=0, metadata_count=0, schema_count=0)
+                return summary
+            raise BagError(f'{self.path}: not an MCAP file (bad magic)')
         counts: dict[int, int] = {}
         times: list[int] = []                 # min and max log time so far
         last = [None]                         # log time of the last message in file order
@@ -629,7 +641,10 @@ class _McapFile:
         if buf is None:
             damage.last_good_ns = last[0]
             return
-        offsets, other, _ = _walk_records(buf)
+        offsets, other, end = _walk_records(buf)
+        if end != len(buf) and damage is None:
+            damage = self._note(pos, 'corrupt', f'the records of this chunk break at byte {end} of {len(buf)} '
+                                f'(no CRC to detect it); the {len(offsets)} messages before are kept')
         for opcode, p, n in other:
             if opcode in (0x03, 0x04):
                 self._add_record(_parse_record(opcode, buf[p + 9:p + 9 + n]), summary, [])
@@ -747,26 +762,43 @@ class _McapFile:
         if buf is None:
             self._count_lost(raw, ci)
             return None
+        arr = np.frombuffer(buf, dtype=np.uint8)
         offsets = None
         if indexed:
             try:
                 offsets = self._indexed_offsets(raw, ci, channel_ids)
+                if np.any(offsets + _MESSAGE_DATA > len(buf)) or np.any(arr[offsets] != 0x05):
+                    raise BagError(f'{self.path}: message index points outside the messages of a chunk')
+                size = _gather(arr, offsets + 1, 8, '<u8').astype(np.int64) - (_MESSAGE_DATA - 9)
+                if np.any(size < 0) or np.any(offsets + _MESSAGE_DATA + size > len(buf)):
+                    raise BagError(f'{self.path}: message record overruns its chunk')
             except (BagError, struct.error) as e:
                 if not self.recover:
                     raise
-                self._note(ci.chunk_start_offset + ci.chunk_length, 'index',
-                           f'message index of the chunk unreadable ({e}); chunk read by a scan',
-                           lost_messages=0)
+                index_error, offsets = e, None
         if offsets is None:
-            offsets = self._scanned_offsets(buf, channel_ids)
+            found, _, end = _walk_records(buf)
+            channel = _gather(arr, found + 9, 2, '<u2').astype(np.int64) if len(found) else np.empty(0, np.int64)
+            if end != len(buf):
+                if not self.recover:
+                    raise BagError(f'{self.path}: chunk records overrun the chunk')
+                damage = self._note(ci.chunk_start_offset, 'corrupt', f'the records of this chunk break at byte '
+                                    f'{end} of {len(buf)} (no CRC to detect it); the {len(found)} messages '
+                                    f'before are kept')
+                if indexed:                   # lost: what the index lists beyond what was found
+                    kept = dict(zip(*(v.tolist() for v in np.unique(channel, return_counts=True))))
+                    lost = {c: n - kept.get(c, 0) for c, n in self._index_counts(raw, ci).items()}
+                    damage.lost_by_channel = {c: n for c, n in lost.items() if n > 0}
+                    damage.lost_messages = sum(damage.lost_by_channel.values())
+                    damage.lost_span_ns = (ci.message_start_time, ci.message_end_time)
+            elif indexed:
+                self._note(ci.chunk_start_offset + ci.chunk_length, 'index',
+                           f'message index of the chunk unreadable ({index_error}); chunk read by a scan',
+                           lost_messages=0)
+            offsets = found[np.isin(channel, list(channel_ids))]
         if len(offsets) == 0:
             return None
-        arr = np.frombuffer(buf, dtype=np.uint8)
-        if np.any(offsets + _MESSAGE_DATA > len(buf)) or np.any(arr[offsets] != 0x05):
-            raise BagError(f'{self.path}: message index points outside the messages of a chunk')
         size = _gather(arr, offsets + 1, 8, '<u8').astype(np.int64) - (_MESSAGE_DATA - 9)
-        if np.any(size < 0) or np.any(offsets + _MESSAGE_DATA + size > len(buf)):
-            raise BagError(f'{self.path}: message record overruns its chunk')
         return _Piece(buf, _gather(arr, offsets + 15, 8, '<u8').astype(np.int64), offsets + _MESSAGE_DATA, size,
                       _gather(arr, offsets + 9, 2, '<u2').astype(np.int64))
 
@@ -776,19 +808,24 @@ class _McapFile:
         if damage is None:
             return
         damage.lost_span_ns = (ci.message_start_time, ci.message_end_time)
-        lost: dict[int, int] = {}
+        damage.lost_by_channel = self._index_counts(raw, ci)
+        damage.lost_messages = sum(damage.lost_by_channel.values()) if damage.lost_by_channel else None
+
+    @staticmethod
+    def _index_counts(raw: bytes, ci: Any) -> dict[int, int]:
+        """Messages per channel that a chunk's message index lists ({} when it is unreadable)."""
+        counts: dict[int, int] = {}
         for cid, file_offset in ci.message_index_offsets.items():
             pos = file_offset - ci.chunk_start_offset
             try:
                 opcode, _ = _RECORD_HEAD.unpack_from(raw, pos)
                 (nbytes,) = struct.unpack_from('<I', raw, pos + 11)
             except struct.error:
-                return
+                return {}
             if opcode != 0x07:
-                return
-            lost[cid] = nbytes // 16
-        damage.lost_by_channel = lost
-        damage.lost_messages = sum(lost.values()) if lost else None
+                return {}
+            counts[cid] = nbytes // 16
+        return counts
 
     def _chunk_records(self, raw: bytes, chunk_length: int, chunk_offset: int) -> bytes | None:
         """Decompressed records of the chunk whose record (from its opcode) is ``raw``.
@@ -820,7 +857,7 @@ class _McapFile:
                 buf = _decompress_prefix(compression, raw[pos:chunk_length])
             except _CORRUPTION:
                 buf = b''
-            _, _, end = _walk_records(buf)
+            _, _, end = _walk_records(buf, suspect_last=False)       # a cut, not garbage
             self._note(chunk_offset, 'truncated',
                        f'the file ends {pos + data_len - chunk_length} bytes before the end of this chunk '
                        f'({end} of its {size} record bytes intact)')
@@ -856,19 +893,6 @@ class _McapFile:
         offsets = np.concatenate(parts).astype(np.int64) if parts else np.empty(0, np.int64)
         offsets.sort()
         return offsets
-
-    def _scanned_offsets(self, buf: bytes, channel_ids: set[int]) -> np.ndarray:
-        offsets = []
-        head, channel = _RECORD_HEAD.unpack_from, struct.Struct('<H').unpack_from
-        pos, end = 0, len(buf)
-        while pos < end:
-            opcode, length = head(buf, pos)
-            if opcode == 0x05 and channel(buf, pos + 9)[0] in channel_ids:
-                offsets.append(pos)
-            pos += 9 + length
-        if pos != end:
-            raise BagError(f'{self.path}: chunk records overrun the chunk')
-        return np.array(offsets, dtype=np.int64)
 
 
 def _piece_messages(piece: _Piece, meta: dict[int, tuple[str, str]]) -> Iterator[tuple[str, str, int, bytes]]:

@@ -29,12 +29,12 @@ CUTS = (0.04, 0.3, 0.55, 0.8, 0.97)
 
 @pytest.fixture(scope='module')
 def bags(tmp_path_factory):
-    """{'zstd' | 'none': (bag dir, mcap path, file-order [(topic, type, log_ns, bytes)], chunk indexes)}."""
+    """{'zstd' | 'lz4' | 'none': (bag dir, mcap path, file-order [(topic, type, log_ns, bytes)], chunks)}."""
     root = tmp_path_factory.mktemp('recovery')
     write_bag(KelvinVoigt1Dof(duration=6, rate=500, seed=11), root / 'sim')
     sim = BagReader(root / 'sim')
     out = {}
-    for comp in ('zstd', 'none'):
+    for comp in ('zstd', 'lz4', 'none'):
         path = root / comp
         with BagWriter(path, custom_data=sim.custom_data, chunk_size=16384, compression=comp) as w:
             for topic, type_name in sim.topics.items():
@@ -76,7 +76,7 @@ def topic_counts(messages):
     return out
 
 
-@pytest.mark.parametrize('comp', ['zstd', 'none'])
+@pytest.mark.parametrize('comp', ['zstd', 'lz4', 'none'])
 def test_truncated_file_gives_every_intact_message_and_says_where_it_breaks(bags, tmp_path, comp):
     path, mcap, order, chunks = bags[comp]
     data = mcap.read_bytes()
@@ -239,3 +239,38 @@ def test_chunked_reader_sees_the_recovered_data(bags, tmp_path):
         for key, value in cols.items():
             if isinstance(value, np.ndarray):
                 np.testing.assert_array_equal(np.concatenate([p[topic][key] for p in parts]), value)
+
+
+def test_a_file_cut_before_its_first_record_is_empty_not_an_error(bags, tmp_path):
+    path, mcap, _, _ = bags['none']
+    data = mcap.read_bytes()
+    for n in (0, 5, 40):                                  # nothing, part of the magic, part of the header
+        reader = BagReader(damaged_copy(path, tmp_path / f'cut{n}', data[:n], keep_metadata=False))
+        assert reader.topics == {} and reader.recovery.messages == 0 and reader.recovery.damaged
+        assert list(reader.raw_messages()) == []
+    (tmp_path / 'text.mcap').write_bytes(b'hello')       # not a prefix of the MCAP magic: not an MCAP file
+    with pytest.raises(BagError, match='not an MCAP file'):
+        BagReader(tmp_path / 'text.mcap')
+
+
+def test_broken_records_in_a_chunk_without_crc_keep_the_records_before(bags, tmp_path):
+    """Writers may leave the chunk CRC at 0: then broken record framing is what reveals the damage."""
+    import struct
+    path, mcap, order, chunks = bags['none']
+    data = bytearray(mcap.read_bytes())
+    for c in chunks:                                      # CRC field: opcode, length, start, end, size, crc
+        struct.pack_into('<I', data, c.chunk_start_offset + 33, 0)
+    ends = payload_ends(bytes(data), order)
+    bad = chunks[2]
+    mid = bad.chunk_start_offset + bad.chunk_length // 2
+    data[mid:mid + 40] = b'\xff' * 40                     # a record length becomes huge
+    lo, hi = bad.chunk_start_offset, bad.chunk_start_offset + bad.chunk_length
+    in_chunk = [m for m, e in zip(order, ends) if lo < e <= hi]
+    reader = BagReader(damaged_copy(path, tmp_path / 'nocrc', bytes(data)))
+    got = list(reader.raw_messages())
+    kept = [m for m in in_chunk if m in got]
+    assert kept == in_chunk[:len(kept)] and 0 < len(kept) < len(in_chunk)    # the records before the break
+    assert got == [m for m in order if m not in in_chunk or m in kept]          # byte-exact, all others
+    (damage,) = reader.recovery.damage
+    assert damage.offset == lo and 'break' in damage.detail
+    assert reader.recovery.messages == len(got) == len(order) - damage.lost_messages
