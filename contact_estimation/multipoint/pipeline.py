@@ -95,9 +95,9 @@ class MultiPointPipeline:
         F, M = np.asarray(force, float).reshape(-1, 3), np.asarray(torque, float).reshape(-1, 3)
         finite = np.all(np.isfinite(F), axis=1) & np.all(np.isfinite(M), axis=1)
         for seg in self.wrench_gate.filter(stamps, finite):
-            if seg.reset_before:
-                self._time_jump()
             i = seg.index
+            if seg.reset_before:
+                self._time_jump('wrench', int(stamps[i[0]]) if len(i) else None)
             self._w_t = np.r_[self._w_t, stamps[i]]
             self._w_F = np.r_[self._w_F, F[i]]
             self._w_M = np.r_[self._w_M, M[i]]
@@ -118,9 +118,9 @@ class MultiPointPipeline:
             ang = np.asarray(angular, float).reshape(-1, 3)
             finite &= np.all(np.isfinite(lin), axis=1) & np.all(np.isfinite(ang), axis=1)
         for seg in self.pose_gate.filter(stamps, finite):
-            if seg.reset_before:
-                self._time_jump()
             i = seg.index
+            if seg.reset_before:
+                self._time_jump('pose', int(stamps[i[0]]) if len(i) else None)
             if not len(i):
                 continue
             qi = q[i] / qn[i][:, None]
@@ -155,11 +155,28 @@ class MultiPointPipeline:
         self._p_w[todo] = angular_velocity_from_quats(self._p_q[lo], self._p_q[hi], 1.0) / dt[:, None]
         self._p_known[todo] = True
 
-    def _time_jump(self) -> None:
+    def _time_jump(self, source: str, new_ns: int | None) -> None:
+        """Time went back in ``source`` (a looped bag): forget the estimation and that stream's samples; the
+        other stream's samples newer than the jump are dropped too and its gate re-armed, so that its own
+        jump (which follows) is taken as the same event, not as a second reset."""
         self.counts['resets'] += 1
-        w_gate, p_gate = self.wrench_gate.last_ns, self.pose_gate.last_ns
-        self.reset()
-        self.wrench_gate.last_ns, self.pose_gate.last_ns = w_gate, p_gate
+        self._rows_t = self._rows_t[:0]
+        self._rows_A = self._rows_A[:0]
+        self._rows_y = self._rows_y[:0]
+        self.latest, self.estimate, self.newest_ns = None, None, 0
+        wrench_side = source == 'wrench'
+        other_gate = self.pose_gate if wrench_side else self.wrench_gate
+        self._clear('wrench' if wrench_side else 'pose')
+        if other_gate.last_ns is not None and (new_ns is None or other_gate.last_ns > new_ns):
+            self._clear('pose' if wrench_side else 'wrench')
+            other_gate.reset()
+
+    def _clear(self, stream: str) -> None:
+        if stream == 'wrench':
+            self._w_t, self._w_F, self._w_M = self._w_t[:0], self._w_F[:0], self._w_M[:0]
+        else:
+            for name in ('_p_t', '_p_x', '_p_q', '_p_v', '_p_w', '_p_known'):
+                setattr(self, name, getattr(self, name)[:0])
 
     # ------------------------------------------------------------------ processing
     def _pair(self) -> None:

@@ -20,7 +20,7 @@ import numpy as np
 
 from contact_estimation.geometry.body import CompoundBody
 from contact_estimation.geometry.contacts import ContactKinematics
-from contact_estimation.geometry.rotations import integrate_quat, quat_to_matrix
+from contact_estimation.geometry.rotations import integrate_quat, quat_multiply, quat_to_matrix
 
 NORMAL_LAWS = ('kv', 'kv_clipped', 'hunt_crossley')
 FRICTION_LAWS = ('sliding', 'coulomb', 'regularised', 'stick_slip')
@@ -56,9 +56,10 @@ class Fixture:
     rot_damping: float = 50.0                # N*m*s/rad
 
     def wrench(self, t, p, q, v, w):
-        from scipy.spatial.transform import Rotation
         F = self.stiffness * (self.setpoint(t) - p) - self.damping * v
-        err = (Rotation.from_quat(self.orientation) * Rotation.from_quat(q).inv()).as_rotvec()
+        e = quat_multiply(self.orientation, q * [-1.0, -1.0, -1.0, 1.0])      # q_d ⊗ q⁻¹
+        e = e if e[3] >= 0 else -e
+        err = 2.0 * e[:3]                                                      # small-angle rotation vector
         return F, self.rot_stiffness * err - self.rot_damping * w
 
 
