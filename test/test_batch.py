@@ -111,3 +111,15 @@ def test_cli_batch_exit_code_and_files(bags, tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 1 and '1 failed' in out and 'trial_corrupt' in out, out
     assert (tmp_path / 'batch.csv').is_file() and (tmp_path / 'summary.md').is_file()
+
+
+def test_an_existing_cluster_by_scheduler_address(bags, batch):
+    """--scheduler: the tasks go to a cluster started elsewhere (here one worker on 127.0.0.1)."""
+    from dask.distributed import LocalCluster
+
+    _, result, _, _ = batch
+    with LocalCluster(n_workers=1, processes=True, threads_per_worker=1, host='127.0.0.1',
+                      dashboard_address=None, silence_logs=40) as cluster:
+        remote = run_batch([str(bags[1])], CONFIG, scheduler=cluster.scheduler_address, progress=False)
+    assert remote.cluster == cluster.scheduler_address and remote.workers == 1
+    assert remote[0]['ok'] and remote[0]['topics'] == next(r for r in result if r['bag'] == str(bags[1]))['topics']
