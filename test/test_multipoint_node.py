@@ -1,0 +1,133 @@
+"""multipoint_contact_estimator as a real node in its own process over DDS: the ACU gravity drop (M2) is
+published as Odometry + WrenchStamped; the final estimate must equal run-bag of the same bag (1e-9) and the
+truth (1e-4); /diagnostics must report the inputs and the verdict; a wrong parameter stops the node."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from geometry_msgs.msg import WrenchStamped  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+
+from contact_dynamics.msg import MultiPointContactEstimate  # noqa: E402
+from contact_dynamics_common.cli import run_bag  # noqa: E402
+from contact_estimation.geometry.rotations import quat_to_matrix  # noqa: E402
+from contact_estimation.multipoint.scenarios import EPOCH_NS, TRUTH, gravity_drop, write_bag  # noqa: E402
+
+from ros_harness import ROOT, Listener, start_node, stop, wait_matched  # noqa: E402
+
+pytestmark = pytest.mark.ros
+
+CONFIG = str(ROOT / 'config' / 'multipoint_contact_estimator.yaml')
+TOPIC = '/multipoint_contact_estimator/estimate'
+
+
+@pytest.fixture
+def ros_context():
+    rclpy.init()
+    yield
+    if rclpy.ok():
+        rclpy.shutdown()
+
+
+def _publish(node: Node, rec) -> int:
+    tr = rec.trajectory
+    R = quat_to_matrix(tr.q)
+    vb, wb = np.einsum('nji,nj->ni', R, tr.v), np.einsum('nji,nj->ni', R, tr.w)
+    fb, mb = np.einsum('nji,nj->ni', R, tr.force), np.einsum('nji,nj->ni', R, tr.moment)
+    stamps = EPOCH_NS + np.round(tr.t * 1e9).astype(np.int64)
+    wpub = node.create_publisher(WrenchStamped, '/payload/wrench', 500)
+    opub = node.create_publisher(Odometry, '/payload/odom', 500)
+    wait_matched([wpub, opub])
+    start = time.perf_counter()
+    for i in range(len(stamps)):
+        delay = start + 2 * tr.t[i] - time.perf_counter()          # half speed: gentle on a shared machine
+        if delay > 0:
+            time.sleep(delay)
+        sec, nsec = divmod(int(stamps[i]), 10**9)
+        o = Odometry()
+        o.header.stamp.sec, o.header.stamp.nanosec, o.header.frame_id = sec, nsec, 'world'
+        o.child_frame_id = 'payload'
+        p, q = tr.p[i], tr.q[i]
+        o.pose.pose.position.x, o.pose.pose.position.y, o.pose.pose.position.z = map(float, p)
+        (o.pose.pose.orientation.x, o.pose.pose.orientation.y, o.pose.pose.orientation.z,
+         o.pose.pose.orientation.w) = map(float, q)
+        o.twist.twist.linear.x, o.twist.twist.linear.y, o.twist.twist.linear.z = map(float, vb[i])
+        o.twist.twist.angular.x, o.twist.twist.angular.y, o.twist.twist.angular.z = map(float, wb[i])
+        opub.publish(o)
+        w = WrenchStamped()
+        w.header.stamp = o.header.stamp
+        w.header.frame_id = 'payload'
+        w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = map(float, fb[i])
+        w.wrench.torque.x, w.wrench.torque.y, w.wrench.torque.z = map(float, mb[i])
+        wpub.publish(w)
+    return int(stamps[-1])
+
+
+def _diag(listener: Listener, name: str) -> dict:
+    for arr in reversed(listener.get('/diagnostics')):
+        for st in arr.status:
+            if st.name == name:
+                return {'level': st.level, 'message': st.message, **{kv.key: kv.value for kv in st.values}}
+    return {}
+
+
+def test_live_node_equals_run_bag_on_the_gravity_drop(tmp_path, ros_context):
+    rec = gravity_drop('M2')
+    bag = write_bag(rec, tmp_path / 'm2')
+    n_contact = int((rec.trajectory.count > 0).sum())
+    proc = start_node('contact_estimation.multipoint.node', '--params-file', CONFIG, '-p', 'publish_rate:=20.0')
+    listener = Listener({TOPIC: MultiPointContactEstimate, '/diagnostics': DiagnosticArray})
+    pub = Node('mp_test_publisher')
+    try:
+        last_ns = _publish(pub, rec)
+
+        def final():
+            msgs = listener.get(TOPIC)
+            return msgs and msgs[-1].samples_used == n_contact
+        assert listener.wait_for(final, timeout=15.0), 'no estimate covering the whole record'
+        assert listener.wait_for(lambda: int(_diag(listener, 'multipoint_contact_estimator: input wrench')
+                                             .get('received', 0)) >= len(rec.trajectory.t), timeout=5.0)
+    finally:
+        pub.destroy_node()
+        log = stop(proc)
+        listener.close()
+    live = listener.get(TOPIC)[-1]
+    assert live.header.stamp.sec * 10**9 + live.header.stamp.nanosec == last_ns, log
+    assert live.valid, live.status
+    np.testing.assert_allclose([live.stiffness, live.damping, live.friction],
+                               [TRUTH['stiffness'], TRUTH['damping'], TRUTH['friction']], rtol=1e-4)
+    assert live.contact_count == len(live.contact_points) >= 6 and live.header.frame_id == 'world'
+    np.linalg.cholesky(np.array(live.covariance).reshape(3, 3))
+    est = _diag(listener, 'multipoint_contact_estimator: estimate')
+    assert est['level'] == b'\x00' and est['valid'] == 'True', est
+    pipe = _diag(listener, 'multipoint_contact_estimator: pipeline')
+    assert int(pipe['wrench_unpaired']) == 0, pipe
+
+    result, _, _ = run_bag(str(bag), CONFIG, progress=False)
+    off = result.outputs[TOPIC][-1][1]
+    assert (off['header']['stamp']['sec'], off['header']['stamp']['nanosec']) == \
+        (live.header.stamp.sec, live.header.stamp.nanosec)
+    for key in ('stiffness', 'damping', 'friction', 'residual_rms', 'condition_number'):
+        assert off[key] == pytest.approx(getattr(live, key), rel=1e-9), key
+    assert off['covariance'] == pytest.approx(list(live.covariance), rel=1e-6)
+    assert off['samples_used'] == live.samples_used and off['contact_count'] == live.contact_count
+
+
+@pytest.mark.parametrize('override, reason', [
+    ('formulation:=torque', "'formulation' = 'torque' is not one of"),
+    ('geometry_file:=/nonexistent.yaml', "geometry_file '/nonexistent.yaml' not found"),
+    ('moment_scale:=-1.0', "'moment_scale' = -1.0 is outside its range"),
+])
+def test_wrong_parameter_stops_the_node_with_the_reason(override, reason):
+    proc = start_node('contact_estimation.multipoint.node', '--params-file', CONFIG, '-p', override)
+    try:
+        proc.wait(timeout=20)
+    finally:
+        out = stop(proc)
+    assert proc.returncode != 0 and reason in out, out
