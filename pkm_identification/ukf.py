@@ -23,6 +23,9 @@ from typing import Callable
 import numpy as np
 
 
+_TRUE, _FALSE = np.ones(1, bool), np.zeros(1, bool)
+
+
 def linear_hx(W: np.ndarray, Y: np.ndarray) -> np.ndarray:
     """D = W Y^T for W (B, S, n) and Y (m, n) or (B, m, n)."""
     return W @ np.swapaxes(Y, -1, -2)
@@ -85,6 +88,8 @@ class ParameterUKF:
         self.Wm[0] = lam / self.c
         self.Wc[0] = lam / self.c + 1 - self.alpha ** 2 + self.beta
         self.L = L
+        self._zero_row = np.zeros((1, L))
+        self._wc_col = self.Wc[:, None]
 
     def set_active(self, active) -> None:
         """Update only the parameters where ``active`` is true (staged estimation); the others stay put."""
@@ -169,6 +174,71 @@ class ParameterUKF:
 
     def update(self, z, x) -> np.ndarray:
         """One measurement per filter: z (m,) or (B, m); x is passed to hx. Returns the accepted mask (B,)."""
+        if self.B == 1 and self.process != 'robbins_monro':
+            return self._update_one(z, x)
+        return self._update_batch(z, x)
+
+    def _update_one(self, z, x) -> np.ndarray:
+        """The same recursion as ``_update_batch`` for a single filter with 2-D arrays (fewer numpy calls)."""
+        z = np.asarray(z, dtype=float).ravel()
+        if not (np.isfinite(z).all() and (not isinstance(x, np.ndarray) or np.isfinite(x).all())):
+            self.counts['rejected_nonfinite'] += 1
+            return _FALSE
+        idx, all_a = self.idx, self.all_active
+        th = self.theta[0]
+        Pa = self.P[0] if all_a else self.P[0][np.ix_(idx, idx)]
+        if self.process == 'forgetting':
+            Pa = Pa * (1.0 / self.forgetting)
+        elif self.Qd is not None:
+            q = self.Qd[0] if all_a else self.Qd[0, idx]
+            if q.any():
+                Pa = Pa + np.diag(q)
+        else:
+            Pa = Pa + (self.Q0 if all_a else self.Q0[np.ix_(idx, idx)])
+        try:
+            St = np.linalg.cholesky(self.c * Pa).T
+        except np.linalg.LinAlgError:
+            Lc, Pa3 = self._chol(Pa[None])
+            Pa, St = Pa3[0], Lc[0].T
+        sig = np.concatenate((self._zero_row, St, -St))
+        if all_a:
+            W = th + sig
+        else:
+            W = np.repeat(th[None], len(sig), axis=0)
+            W[:, idx] += sig
+        D = W @ x.T if self.hx is linear_hx else self.hx(W[None], x)[0]
+        d_hat = self.Wm @ D
+        dD = D - d_hat
+        dDw = dD * self._wc_col
+        Pdd = dD.T @ dDw + self.R
+        Pwd = sig.T @ dDw
+        nu = z - d_hat
+        sol = np.linalg.solve(Pdd, np.concatenate((Pwd.T, nu[:, None]), axis=1))
+        K = sol[:, :-1].T
+        ta = (th if all_a else th[idx]) + K @ nu
+        Pn = Pa - K @ Pwd.T
+        Pn = 0.5 * (Pn + Pn.T)
+        if not (np.isfinite(ta).all() and np.isfinite(Pn).all() and (np.diagonal(Pn) > 0).all()):
+            self.counts['rejected_numerical'] += 1
+            return _FALSE
+        lo, hi = (self.lower, self.upper) if all_a else (self.lower[idx], self.upper[idx])
+        if (ta < lo).any() or (ta > hi).any():
+            self.counts['clipped'] += int(((ta < lo) | (ta > hi)).sum())
+            ta = np.clip(self._project(ta, Pn, lo, hi), lo, hi)
+        if all_a:
+            self.theta = ta[None]
+            self.P = Pn[None]
+        else:
+            self.theta = self.theta.copy()
+            self.theta[0, idx] = ta
+            self.P = self.P.copy()
+            self.P[0][np.ix_(idx, idx)] = Pn
+        self.nis = np.array([nu @ sol[:, -1]])
+        self.innovation = nu[None]
+        self.counts['updates'] += 1
+        return _TRUE
+
+    def _update_batch(self, z, x) -> np.ndarray:
         z = np.asarray(z, float).reshape(self.B, -1)
         ok = np.isfinite(z).all(axis=1)
         if isinstance(x, np.ndarray):
