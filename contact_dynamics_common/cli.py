@@ -55,7 +55,7 @@ def load_offline_nodes(config_path: str | Path) -> list:
 
 
 #: outputs per topic that run-bag keeps in memory for its report (thinned evenly; all are written to --out)
-RUN_BAG_KEPT = 20_000
+RUN_BAG_KEPT = 5_000
 
 
 def run_bag(bag_path: str, config: str, out: str | None = None, report: str | None = None,

@@ -27,6 +27,7 @@ either way.
 """
 from __future__ import annotations
 
+import gc
 import sys
 import time
 from dataclasses import dataclass, field
@@ -130,10 +131,26 @@ def replay(bag: BagReader, nodes: list[Any], writer: BagWriter | None = None,
     ends = _chunk_ends(ticks[0], chunk_s)
     ends[-1] = max(int(t[-1]) for t in ticks)               # the last chunk takes everything
     drivers = [_Driver(n, t, batched and hasattr(n, 'replay_chunk')) for n, t in zip(nodes, ticks)]
-    kept: dict[str, _Thinned] = {}
-    timing = dict.fromkeys(('read', 'estimate', 'write'), 0.0)
     chunks = bag.iter_column_chunks(topics, ends)
     bar = _progress(progress, 'replay', len(ends))
+    # the cyclic GC would traverse every object the replay keeps again and again: after each chunk, collect
+    # what it left and freeze the survivors (only when the caller has frozen nothing, so that the
+    # unfreeze at the end restores its state)
+    freeze = gc.isenabled() and gc.get_freeze_count() == 0
+    try:
+        _replay_chunks(chunks, drivers, writer, result, max_kept, bar, freeze)
+    finally:
+        if freeze:
+            gc.unfreeze()
+    if bar is not None:
+        bar.close()
+    result.status = {n.node_name: n.status() for n in nodes}
+    return result
+
+
+def _replay_chunks(chunks, drivers, writer, result: ReplayResult, max_kept: int | None, bar, freeze: bool) -> None:
+    kept: dict[str, _Thinned] = {}
+    timing = result.timing = dict.fromkeys(('read', 'estimate', 'write'), 0.0)
     t_prev = time.perf_counter()
     for chunk_end, columns in chunks:
         t_read = time.perf_counter()
@@ -141,6 +158,9 @@ def replay(bag: BagReader, nodes: list[Any], writer: BagWriter | None = None,
         result.chunks += 1
         result.input_messages += sum(len(c['log_ns']) for c in columns.values())
         per_node = [d.run(columns, chunk_end) for d in drivers]
+        if freeze:
+            gc.collect()
+            gc.freeze()
         t_est = time.perf_counter()
         timing['estimate'] += t_est - t_read
         for outs in per_node:
@@ -161,12 +181,7 @@ def replay(bag: BagReader, nodes: list[Any], writer: BagWriter | None = None,
         timing['write'] += t_prev - t_est
         if bar is not None:
             bar.update(1)
-    if bar is not None:
-        bar.close()
-    result.counts = {t: k.n for t, k in kept.items()}
-    result.status = {n.node_name: n.status() for n in nodes}
-    result.timing = timing
-    return result
+        result.counts = {t: k.n for t, k in kept.items()}
 
 
 def _chunk_ends(ticks: np.ndarray, chunk_s: float) -> list[int]:

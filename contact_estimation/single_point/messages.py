@@ -17,34 +17,40 @@ MSG_TYPE = 'contact_dynamics/msg/ContactEstimate'
 
 def estimate_fields(est: ContactEstimate, *, stamp_ns: int, frame_id: str, apparent_mass: float = 0.0,
                     datum: float = 0.0) -> dict:
-    """Message fields of one estimate; the covariance is row-major over ``parameter_names``."""
+    """Message fields of one estimate; the covariance is row-major over ``parameter_names``.
+
+    (Called once per estimate and tick: written with plain Python lookups, no per-field numpy calls.)
+    """
     sec, nanosec = ns_to_sec_nanosec(stamp_ns)
-    known = est.extras.get('covariance_known', True)
+    names = est.names
     cov = np.asarray(est.covariance, dtype=float).ravel().tolist()
-    if not known:
+    if not est.extras.get('covariance_known', True):
         cov[0] = -1.0
-    identifiable_b = est.is_identifiable('damping')
-    extras = {'bounds_active': ','.join(n for n, a in zip(est.names, est.bounds_active) if a) or 'none'}
-    extras.update({k: f'{v:.6g}' if isinstance(v, float) else str(v) for k, v in est.extras.items()
-                   if k != 'covariance_known'})
+    value = dict(zip(names, np.asarray(est.values, dtype=float).tolist()))
+    stiffness, damping = value.get('stiffness', 0.0), value.get('damping', 0.0)
+    identifiable_b = 'damping' in names and bool(est.identifiable[names.index('damping')])
+    extras = {'bounds_active': ','.join([n for n, a in zip(names, est.bounds_active) if a]) or 'none'}
+    for k, v in est.extras.items():
+        if k != 'covariance_known':
+            extras[k] = f'{v:.6g}' if isinstance(v, float) else str(v)
     return {
         'header': {'stamp': {'sec': sec, 'nanosec': nanosec}, 'frame_id': frame_id},
         'algorithm': est.algorithm,
         'model': est.model,
         'stiffness_type': est.stiffness_type,
-        'stiffness': est.stiffness,
-        'damping': est.damping,
-        'mass': est.mass,
-        'friction': est.value('friction'),
-        'damping_ratio': damping_ratio(est.stiffness, est.damping, apparent_mass) if identifiable_b else 0.0,
-        'parameter_names': list(est.names),
+        'stiffness': stiffness,
+        'damping': damping,
+        'mass': value.get('mass', 0.0),
+        'friction': value.get('friction', 0.0),
+        'damping_ratio': damping_ratio(stiffness, damping, apparent_mass) if identifiable_b else 0.0,
+        'parameter_names': list(names),
         'covariance': cov,
         'valid': bool(est.valid),
         'status': est.reason,
-        'damping_identifiable': bool(identifiable_b),
+        'damping_identifiable': identifiable_b,
         'residual_rms': float(est.residual_rms),
         'condition_number': float(min(est.condition_number, 1e300)),
-        'excitation': [float(e) for e in est.excitation],
+        'excitation': np.asarray(est.excitation, dtype=float).ravel().tolist(),
         'samples_used': int(min(max(est.samples_used, 0), 2**32 - 1)),
         'contact_datum': float(datum),
         'extras': [{'key': k, 'value': v} for k, v in sorted(extras.items())],
