@@ -37,7 +37,7 @@ from scipy import stats
 
 __all__ = ['Check', 'OK', 'first_failure', 'convergence', 'autocorrelation', 'ljung_box', 'durbin_watson',
            'whiteness', 'nis_check', 'omitted_regressor', 'hac_covariance', 'newey_west_lags',
-           'long_run_variance_ratio', 'stability', 'correlation_lags']
+           'long_run_variance_ratio', 'stability', 'correlation_lags', 'instrumental_variables']
 
 #: reason prefix of every model-adequacy failure
 MISMATCH = 'model mismatch suspected'
@@ -442,3 +442,36 @@ def hac_covariance(X, residuals, *, lags: int | str | None = None, weights=None)
     bread = np.linalg.pinv((X * w[:, None]).T @ X)
     cov = bread @ S @ bread
     return 0.5 * (cov + cov.T)
+
+
+def instrumental_variables(X, y, Z, *, lags: int | str | None = 'auto') -> tuple[np.ndarray, np.ndarray]:
+    """Just-identified instrumental-variables estimate and its HAC covariance (errors in the regressors).
+
+        theta = (Z^T X)^-1 Z^T y,   cov = (Z^T X)^-1 S (X^T Z)^-1,   S = Newey-West sum of g_t = z_t e_t
+
+    When the regressors X carry measurement noise that also enters the residual (errors in variables:
+    least squares is then biased towards zero), instruments Z (n, p) correlated with the true regressors
+    but not with that noise (e.g. the same signals taken a few samples away, beyond the noise's correlation
+    length) give a consistent estimate. Returns (theta (p,), cov (p, p)); raises LinAlgError if Z^T X is
+    singular.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    Z = np.asarray(Z, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    sx = np.sqrt(np.maximum((X * X).mean(axis=0), 1e-300))
+    sz = np.sqrt(np.maximum((Z * Z).mean(axis=0), 1e-300))
+    Xs, Zs = X / sx, Z / sz
+    A = Zs.T @ Xs
+    theta_s = np.linalg.solve(A, Zs.T @ y)
+    e = y - Xs @ theta_s
+    n = len(y)
+    L = correlation_lags(e) if lags == 'auto' else (newey_west_lags(n) if lags is None else int(lags))
+    L = min(L, n - 1)
+    g = Zs * e[:, None]
+    S = g.T @ g
+    for lag in range(1, L + 1):
+        G = g[lag:].T @ g[:-lag]
+        S += (1.0 - lag / (L + 1.0)) * (G + G.T)
+    Ainv = np.linalg.inv(A)
+    cov = Ainv @ S @ Ainv.T / np.outer(sx, sx)
+    return theta_s / sx, 0.5 * (cov + cov.T)

@@ -15,7 +15,8 @@ Applied on top of each estimator's own verdict (samples, excitation, conditionin
 
 Whatever the verdict, the covariance is made honest and never smaller than the estimator's own: each
 sigma_j is raised to at least the Newey-West (HAC) sigma of the least squares of the window (residuals
-correlated), to sqrt(C_aug,jj + (theta_j - beta_j)^2) when a mass term is significant (beta: the fit
+correlated), to sqrt(var_LS + d_j^2) with d_j the gap between the estimate and that least squares (a
+method bias such as spectral leakage), to sqrt(C_aug,jj + (theta_j - beta_j)^2) when a mass term is significant (beta: the fit
 with the mass term, C_aug its HAC covariance), and a Kalman covariance is multiplied by max(1, mean NIS).
 The checks' figures go into ``extras['trust']``.
 """
@@ -113,11 +114,22 @@ def adequacy_checks(est: ContactEstimate, samples: ContactSamples, alpha: float 
     checks = []
     hac = trust.hac_covariance(Xs, r, lags='auto') / np.outer(scale, scale)
     var = np.maximum(var, np.diagonal(hac))
+    # method bias: an estimate away from a consistent reference fit of the same samples by d (instrumental
+    # variables, immune to the noise of x and of its differentiated rate; e.g. errors-in-variables
+    # attenuation of least squares, spectral leakage of a frequency-domain method) carries a bias its own
+    # sigma does not include: its variance becomes at least var_ref + d^2 (truth - theta = (truth - ref) +
+    # (ref - theta))
+    ref, ref_cov = _reference(samples, X, F, model)
+    if ref is None:
+        ref, ref_cov = np.linalg.lstsq(Xs, F, rcond=None)[0] / scale, hac
+    gap = np.where(used, est.values - ref, 0.0)
+    var = np.maximum(var, np.diagonal(ref_cov) + gap ** 2)
     if not model.uses_acceleration:
         om = _omitted_mass(samples, X, F, alpha)
         if not om.ok:
             shift = np.abs(np.asarray(om.details['shift']))
-            bound = np.maximum(2.0 * np.sqrt(var), MATERIAL_SHIFT * np.abs(est.values))
+            aug_sigma = np.sqrt(np.maximum(np.diagonal(np.asarray(om.details['covariance_augmented'])), 0.0))
+            bound = np.maximum(2.0 * aug_sigma, MATERIAL_SHIFT * np.abs(est.values))
             if not np.any(np.asarray(used) & (shift > bound)):
                 # significant but immaterial: leaving it out moves no identifiable parameter by more than
                 # 2 sigma or MATERIAL_SHIFT of its value (e.g. a settling tail on a noise-free plateau)
@@ -222,20 +234,50 @@ def _nis(est: ContactEstimate) -> trust.Check:
     return replace(nis, ok=True, reason=note, details=dict(nis.details, note=note))
 
 
+def _noise_lag(xd: np.ndarray) -> int:
+    """L: one more than the correlation length of the rate's noise (the differentiator's window), measured
+    as the last lag <= 32 where |acf(diff2 xd)| > 0.2 (twice differenced, the noise dominates the signal)."""
+    d = np.diff(xd, 2)
+    acf = np.abs(trust.autocorrelation(d, min(32, max(len(d) // 4, 1)))) if len(d) > 8 else np.zeros(0)
+    above = np.flatnonzero(acf > 0.2)
+    return int(above[-1]) + 2 if len(above) else 1
+
+
+def _reference(samples: ContactSamples, X: np.ndarray, F: np.ndarray, model) -> tuple:
+    """Instrumental-variables fit of the window (None, None when not possible): rows i in [L, n - L),
+    instruments (x[i-L] + x[i+L]) / 2, (x[i+L] - x[i-L]) / (t[i+L] - t[i-L]) (and (xd[i+L] - xd[i-L]) / ...
+    for the mass), which share no noise sample with row i's regressors or residual."""
+    n = len(samples)
+    L = _noise_lag(samples.xd)
+    if n <= 2 * L + 10 * X.shape[1]:
+        return None, None
+    t, x, xd = samples.t, samples.x, samples.xd
+    span = t[2 * L:] - t[:-2 * L]
+    if not np.all(span > 0):
+        return None, None
+    cols = [0.5 * (x[2 * L:] + x[:-2 * L]), (x[2 * L:] - x[:-2 * L]) / span]
+    if model.uses_acceleration:
+        cols.append((xd[2 * L:] - xd[:-2 * L]) / span)
+    inner = slice(L, n - L)
+    try:
+        theta, cov = trust.instrumental_variables(X[inner], F[inner], np.column_stack(cols))
+    except np.linalg.LinAlgError:
+        return None, None
+    if not (np.isfinite(theta).all() and np.isfinite(cov).all()):
+        return None, None
+    return theta, cov
+
+
 def _omitted_mass(samples: ContactSamples, X: np.ndarray, F: np.ndarray, alpha: float) -> trust.Check:
     """Is a mass term m xddot significant in F = k x + b xdot (+ m xddot)?
 
     The regressor is a central difference of the deformation rate that shares no noise sample with the
-    residual: z_i = (xd[i+L] - xd[i-L]) / (t[i+L] - t[i-L]), L one more than the correlation length of the
-    rate's noise (the differentiator's window, measured as the last lag <= 32 where |acf(diff2 xd)| > 0.2).
+    residual: z_i = (xd[i+L] - xd[i-L]) / (t[i+L] - t[i-L]), L from :func:`_noise_lag`.
     A second derivative of the same noisy x would correlate with the residual through the x noise (an
     errors-in-variables 'mass' of k sigma_x^2 / (dt^2 var xddot)) and flag noise as mass.
     """
     xd, t = samples.xd, samples.t
-    d = np.diff(xd, 2)                     # twice differenced: the rate's noise dominates its signal
-    acf = np.abs(trust.autocorrelation(d, min(32, max(len(d) // 4, 1)))) if len(d) > 8 else np.zeros(0)
-    above = np.flatnonzero(acf > 0.2)
-    L = int(above[-1]) + 2 if len(above) else 1
+    L = _noise_lag(xd)
     n = len(xd)
     if n <= 2 * L + 10:
         return trust.Check(True, 'ok', 'omitted_regressor', details={'note': 'window too short to test'})
