@@ -18,9 +18,11 @@ update (``'clipped'``). Only the active parameters (``set_active``) are updated;
 """
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
+from scipy.linalg.lapack import dposv as _dposv, dpotrf as _dpotrf
 
 
 _TRUE, _FALSE = np.ones(1, bool), np.zeros(1, bool)
@@ -117,6 +119,7 @@ class ParameterUKF:
             self.Qd = np.broadcast_to(q, (self.B, self.n)).copy()
         else:
             self.Qd = None
+        self._q_nonzero = self.process == 'robbins_monro' or bool(np.any(self.Q0))
         self.nis = np.full(self.B, np.nan)
         self.innovation = np.full((self.B, self.R.shape[0]), np.nan)
         self.counts = {'updates': 0, 'rejected_nonfinite': 0, 'rejected_numerical': 0, 'repairs': 0, 'clipped': 0}
@@ -181,7 +184,8 @@ class ParameterUKF:
     def _update_one(self, z, x) -> np.ndarray:
         """The same recursion as ``_update_batch`` for a single filter with 2-D arrays (fewer numpy calls)."""
         z = np.asarray(z, dtype=float).ravel()
-        if not (np.isfinite(z).all() and (not isinstance(x, np.ndarray) or np.isfinite(x).all())):
+        xs = x.sum() if isinstance(x, np.ndarray) else 0.0
+        if not math.isfinite(z.sum() + xs):              # one reduction each: NaN/inf anywhere rejects
             self.counts['rejected_nonfinite'] += 1
             return _FALSE
         idx, all_a = self.idx, self.all_active
@@ -190,14 +194,14 @@ class ParameterUKF:
         if self.process == 'forgetting':
             Pa = Pa * (1.0 / self.forgetting)
         elif self.Qd is not None:
-            q = self.Qd[0] if all_a else self.Qd[0, idx]
-            if q.any():
-                Pa = Pa + np.diag(q)
+            if self._q_nonzero:
+                Pa = Pa + np.diag(self.Qd[0] if all_a else self.Qd[0, idx])
         else:
             Pa = Pa + (self.Q0 if all_a else self.Q0[np.ix_(idx, idx)])
-        try:
-            St = np.linalg.cholesky(self.c * Pa).T
-        except np.linalg.LinAlgError:
+        U, info = _dpotrf(self.c * Pa, lower=0, clean=1)      # upper factor: c Pa = U^T U; rows are sqrt columns
+        if info == 0:
+            St = U
+        else:                                                 # not SPD: repaired and counted, never ignored
             Lc, Pa3 = self._chol(Pa[None])
             Pa, St = Pa3[0], Lc[0].T
         sig = np.concatenate((self._zero_row, St, -St))
@@ -213,16 +217,20 @@ class ParameterUKF:
         Pdd = dD.T @ dDw + self.R
         Pwd = sig.T @ dDw
         nu = z - d_hat
-        sol = np.linalg.solve(Pdd, np.concatenate((Pwd.T, nu[:, None]), axis=1))
+        _, sol, info = _dposv(Pdd, np.concatenate((Pwd.T, nu[:, None]), axis=1))
+        if info != 0:
+            self.counts['rejected_numerical'] += 1
+            return _FALSE
         K = sol[:, :-1].T
         ta = (th if all_a else th[idx]) + K @ nu
         Pn = Pa - K @ Pwd.T
-        Pn = 0.5 * (Pn + Pn.T)
-        if not (np.isfinite(ta).all() and np.isfinite(Pn).all() and (np.diagonal(Pn) > 0).all()):
+        Pn += Pn.T
+        Pn *= 0.5
+        if not (math.isfinite(ta.sum() + Pn.sum()) and np.diagonal(Pn).min() > 0):
             self.counts['rejected_numerical'] += 1
             return _FALSE
         lo, hi = (self.lower, self.upper) if all_a else (self.lower[idx], self.upper[idx])
-        if (ta < lo).any() or (ta > hi).any():
+        if ((ta < lo) | (ta > hi)).any():
             self.counts['clipped'] += int(((ta < lo) | (ta > hi)).sum())
             ta = np.clip(self._project(ta, Pn, lo, hi), lo, hi)
         if all_a:
