@@ -24,7 +24,7 @@ def profile_fields(p: ImpedanceProfile, *, stamp_ns: int, frame_id: str, joint_n
     sec, nanosec = ns_to_sec_nanosec(stamp_ns)
     out = {'header': {'stamp': {'sec': sec, 'nanosec': nanosec}, 'frame_id': frame_id},
            'model': p.model, 'algorithm': algorithm, 'joint_name': joint_name, 'force_source': force_source,
-           'edges': _f(p.edges), 'parameter_names': list(PARAMS), 'units': list(UNITS)}
+           'edges': _f(p.edges), 'parameter_order': list(PARAMS), 'units': list(UNITS)}
     for d, dn in enumerate(('pos', 'neg')):
         for i, name in enumerate(PARAMS):
             out[f'{name}_{dn}'] = _f(p.theta[d, :, i])

@@ -1,0 +1,126 @@
+"""impedance_profiler as a real node in its own process, fed a 4 kHz stream over DDS from this test process.
+
+The S2 multisine of the Colton test plant (quantised x, noisy force as the joint effort) is published at
+recorded speed; the node's final profile must equal the offline run of the same data through run-bag
+(1e-9), and be near the truth; a wrong parameter stops the node with the reason.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+import yaml
+
+rclpy = pytest.importorskip('rclpy')
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+
+from contact_dynamics.msg import ImpedanceProfile  # noqa: E402
+from contact_dynamics_common.cli import run_bag  # noqa: E402
+from contact_estimation.impedance import scenarios as sc  # noqa: E402
+from contact_estimation.impedance.simulate import EPOCH_NS, write_bag  # noqa: E402
+
+from ros_harness import ROOT, Listener, start_node, stop, wait_matched  # noqa: E402
+
+pytestmark = pytest.mark.ros
+
+CONFIG = str(ROOT / 'config' / 'impedance_profiler.yaml')
+TOPICS = {'/impedance_profiler/profile': ImpedanceProfile, '/diagnostics': DiagnosticArray}
+FIELDS = ('mass_pos', 'mass_neg', 'damping_pos', 'damping_neg', 'stiffness_pos', 'stiffness_neg',
+          'intercept_pos', 'intercept_neg', 'covariance_pos', 'kappa_neg', 'samples_pos')
+
+
+def _diag(listener: Listener, name: str) -> dict:
+    for arr in reversed(listener.get('/diagnostics')):
+        for st in arr.status:
+            if st.name == name:
+                return {'level': st.level, 'message': st.message, **{kv.key: kv.value for kv in st.values}}
+    return {}
+
+
+def _publish(node: Node, rec, n: int) -> None:
+    pub = node.create_publisher(JointState, '/joint_states', 1000)
+    wait_matched([pub])
+    stamps = EPOCH_NS + np.round(rec.t[:n] * 1e9).astype(np.int64)
+    start = time.perf_counter()
+    burst = 20                                   # 5 ms of data per burst at 4 kHz
+    for i0 in range(0, n, burst):
+        delay = start + rec.t[i0] - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        for i in range(i0, min(i0 + burst, n)):
+            m = JointState()
+            m.header.stamp.sec, m.header.stamp.nanosec = divmod(int(stamps[i]), 10**9)
+            m.name = ['slider']
+            m.position = [float(rec.x_meas[i])]
+            m.effort = [float(rec.F_meas[i])]
+            pub.publish(m)
+
+
+@pytest.fixture
+def ros_context():
+    rclpy.init()
+    yield
+    if rclpy.ok():
+        rclpy.shutdown()
+
+
+def test_live_profile_at_4khz_equals_offline_run_bag(tmp_path, ros_context):
+    rec = sc.simulate('S2', duration=7.0, seed=5)
+    n = len(rec.t)
+    bag = write_bag(rec, tmp_path / 'bag', wrench=False)
+    params = tmp_path / 'params.yaml'
+    params.write_text(yaml.safe_dump({'impedance_profiler': {'ros__parameters': {
+        'joint_name': 'slider', 'force_source': 'effort', 'publish_rate': 5.0, 'min_samples': 100}}}))
+    proc = start_node('contact_estimation.impedance.node', '--params-file', CONFIG, '--params-file', str(params))
+    listener = Listener(TOPICS)
+    pub_node = Node('test_publisher')
+    try:
+        _publish(pub_node, rec, n)
+        got = lambda: int(_diag(listener, 'impedance_profiler: input joint_states').get('received', 0))  # noqa: E731
+        assert listener.wait_for(lambda: got() >= n, timeout=10.0), f'{got()} of {n} messages arrived'
+        final = lambda: [m for m in listener.get('/impedance_profiler/profile') if m.samples_used == expected]  # noqa: E731
+        result, _, _ = run_bag(str(bag), str(params), progress=False)
+        off = result.outputs['/impedance_profiler/profile'][-1][1]
+        expected = off['samples_used']
+        assert listener.wait_for(lambda: bool(final()), timeout=10.0), 'no profile covering every sample'
+    finally:
+        pub_node.destroy_node()
+        log = stop(proc)
+        listener.close()
+    live = final()[-1]
+    for name in FIELDS:     # parameters to 1e-9; the covariance (a difference of sums) to 1e-6
+        rtol = 1e-6 if name.startswith(('covariance', 'kappa')) else 1e-9
+        np.testing.assert_allclose(np.array(getattr(live, name)), np.array(off[name]), rtol=rtol, atol=1e-12,
+                                   err_msg=name)
+    assert list(live.status_pos) == off['status_pos'] and live.valid == off['valid']
+    # 5 s of data after the fade-in is short, but k is already near the truth in the kink-free bins
+    k = np.array([live.stiffness_pos, live.stiffness_neg])
+    k_true = rec.oracle.value('stiffness')
+    free = [j for j in range(8) if j != sc.KINK_SEGMENT]
+    assert np.nanmax(np.abs(k[:, free] / k_true[:, free] - 1)) < 0.15, k
+    assert live.header.frame_id == 'slider' and live.joint_name == 'slider' and live.force_source == 'effort'
+    cov = np.array(live.covariance_pos).reshape(8, 4, 4)
+    for j in free:
+        if live.valid_pos[j]:
+            np.linalg.cholesky(cov[j])
+    pipe = _diag(listener, 'impedance_profiler: pipeline')
+    assert float(pipe['sample_rate_hz']) == pytest.approx(4000.0), (pipe, log)
+    assert float(pipe['update_us_per_sample_p50']) < 200.0, pipe
+
+
+@pytest.mark.parametrize('override, reason', [
+    ('segments:=0', "parameter 'segments' = 0 is outside its range [1, 1000]"),
+    ('force_source:=torque', "parameter 'force_source' = 'torque' is not one of: wrench, effort"),
+    ('edges:=[0.0,0.02,0.01]', 'strictly increasing'),
+])
+def test_wrong_parameter_stops_the_node_with_the_reason(override, reason):
+    proc = start_node('contact_estimation.impedance.node', '--params-file', CONFIG, '-p', override)
+    try:
+        proc.wait(timeout=20)
+    finally:
+        log = stop(proc)
+    assert proc.returncode == 2, log
+    assert reason in log, log
