@@ -92,6 +92,11 @@ class ImpactIndicatorNode(EstimatorNode):
         if inp.counts['joint_missing'] and not inp.counts['joint_states_accepted']:
             level, msg = ERROR, inp.last_error
         out.append(status(f'{name}: indicator', level, msg, values))
+        inp = self.pipeline.inputs
+        bad = {k: v for k, v in inp.counts.items() if k.startswith(('joint_', 'odometry_', 'obstacle_', 'stale'))
+               and not k.endswith('accepted')}
+        out.append(status(f'{name}: inputs', WARN if inp.last_error else OK, inp.last_error or 'ok',
+                          {**dict(inp.counts), 'rejected_total': sum(bad.values())}))
         return out
 
 

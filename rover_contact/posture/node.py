@@ -129,6 +129,11 @@ class PostureEvaluatorNode(EstimatorNode):
         if inp.last_error and level == OK:
             level, msg = WARN, f'{msg}; last input error: {inp.last_error}'
         out.append(status(f'{name}: evaluator', level, msg, values))
+        inp = self.pipeline.inputs
+        bad = {k: v for k, v in inp.counts.items() if k.startswith(('joint_', 'odometry_', 'obstacle_', 'stale'))
+               and not k.endswith('accepted')}
+        out.append(status(f'{name}: inputs', WARN if inp.last_error else OK, inp.last_error or 'ok',
+                          {**dict(inp.counts), 'rejected_total': sum(bad.values())}))
         return out
 
 

@@ -1,0 +1,207 @@
+"""rover_contact nodes in their own processes, fed over DDS (spec T14), the same results offline (run-bag), and
+bad inputs (unknown joints, NaN velocities, stale odometry, an obstacle behind, a URDF without the mapped joints)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip('rclpy')
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+
+from contact_dynamics.msg import ImpactIndicator, ObstacleHypothesis, PostureCandidate, PostureEvaluation  # noqa: E402
+from contact_dynamics.srv import EvaluatePostures  # noqa: E402
+from contact_dynamics_common.cli import run_bag  # noqa: E402
+from contact_dynamics_common.params import validate_all  # noqa: E402
+from contact_dynamics_common.ros_env import isolated_ros_env  # noqa: E402
+from rover_contact.impact.config import PARAMS as IMPACT_PARAMS  # noqa: E402
+from rover_contact.impact.indicator import evaluate  # noqa: E402
+from rover_contact.inputs import load_model  # noqa: E402
+from rover_contact.validation.simulate import approach_state, constraint_perturbation, write_approach_bag  # noqa: E402
+
+from ros_harness import ROOT, Listener, call_service, start_node, stop, wait_matched  # noqa: E402
+
+pytestmark = pytest.mark.ros
+OUT = '/impact_indicator/impact_indicator'
+WHEELS = ['front_left', 'front_right']
+
+
+def _diag(listener, name):
+    for arr in reversed(listener.get('/diagnostics')):
+        for st in arr.status:
+            if st.name == name:
+                return {'level': st.level, 'message': st.message, **{kv.key: kv.value for kv in st.values}}
+    return {}
+
+
+def _js(node, names, pos, vel):
+    m = JointState()
+    m.header.stamp = node.get_clock().now().to_msg()
+    m.name, m.position, m.velocity = list(names), [float(x) for x in pos], [float(x) for x in vel]
+    return m
+
+
+def _odom(node, q, v):
+    m = Odometry()
+    m.header.stamp = node.get_clock().now().to_msg()
+    m.header.frame_id, m.child_frame_id = 'odom', 'base_link'
+    p, o = m.pose.pose.position, m.pose.pose.orientation
+    p.x, p.y, p.z = (float(x) for x in q[0:3])
+    o.x, o.y, o.z, o.w = (float(x) for x in q[3:7])
+    t = m.twist.twist
+    t.linear.x, t.linear.y, t.linear.z = (float(x) for x in v[0:3])
+    t.angular.x, t.angular.y, t.angular.z = (float(x) for x in v[3:6])
+    return m
+
+
+def _obstacle(node, beta, distance=0.5, frame='odom', normal=None):
+    m = ObstacleHypothesis()
+    m.header.stamp = node.get_clock().now().to_msg()
+    m.header.frame_id = frame
+    m.beta_rad, m.distance_m, m.contact_wheels = float(beta), float(distance), WHEELS
+    if normal is not None:
+        m.face_normal_out.x, m.face_normal_out.y, m.face_normal_out.z = normal
+    return m
+
+
+@pytest.fixture(scope='module')
+def rover():
+    model = load_model({'model_yaml': 'rover_pr3d_roles.yaml', 'urdf_path': ''})
+    q, v = approach_state(model, 0.07)
+    return model, q, v
+
+
+def test_t14_nodes_over_dds_match_offline_and_posture_service(rover):
+    model, q, v = rover
+    names = model.joint_names
+    jp = model.joint_positions(q)
+    pos = [jp[n] for n in names]
+    vel = lambda vv: [vv[model.idx_v[n]] for n in names]
+    dv = constraint_perturbation(model, q, 0.02)
+    off = evaluate(model, q, v, np.pi / 2, WHEELS, 'both')
+    off_pert = evaluate(model, q, v + dv, np.pi / 2, WHEELS, 'both')
+    assert off_pert.residual_energy > 1e-6 and off.residual_energy < 1e-20
+
+    impact = start_node('rover_contact.impact.node', '-p', 'publish_rate:=20.0', '-p', 'max_state_age_s:=1.0')
+    posture = start_node('rover_contact.posture.node', '-p', 'ground_mode:=free', '-p', 'max_state_age_s:=1.0')
+    rclpy.init()
+    listener = Listener({OUT: ImpactIndicator, '/diagnostics': DiagnosticArray,
+                         '/posture_evaluator/posture_evaluation': PostureEvaluation})
+    pub_node = Node('rover_test_pub')
+    try:
+        js = pub_node.create_publisher(JointState, '/joint_states', 10)
+        od = pub_node.create_publisher(Odometry, '/odom', 10)
+        ob = pub_node.create_publisher(ObstacleHypothesis, '/impact_indicator/obstacle', 10)
+        wait_matched([js, od, ob], timeout=30)
+
+        # bad inputs first: joint names of another robot, then NaN velocities -> diagnostics, no crash
+        for _ in range(5):
+            js.publish(_js(pub_node, ['elbow', 'wrist'], [0, 0], [0, 0]))
+            od.publish(_odom(pub_node, q, v))
+            time.sleep(0.05)
+        assert listener.wait_for(lambda: 'lacks joint' in _diag(listener, 'impact_indicator: indicator').get('message', ''), 10)
+        assert _diag(listener, 'impact_indicator: indicator')['level'] == b'\x02'
+
+        def feed(vv, seconds, bad_vel=False, obstacle=None):
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                js.publish(_js(pub_node, names, pos, [np.nan] * len(names) if bad_vel else vel(vv)))
+                od.publish(_odom(pub_node, q, vv))
+                if obstacle is not None:
+                    ob.publish(obstacle)
+                time.sleep(0.05)
+
+        feed(v, 1.5, obstacle=_obstacle(pub_node, np.pi / 2))
+        assert listener.wait_for(lambda: len(listener.get(OUT)) >= 3, 10)
+        msg = listener.get(OUT)[-1]
+        assert msg.valid and msg.ground_mode == 'rigid'
+        assert abs(msg.t_c / off.primary.t_c - 1) <= 1e-9
+        assert abs(msg.t_c_free / off.free.t_c - 1) <= 1e-9 and abs(msg.t_c_free * 1e3 - 91.8950) < 1e-3
+        assert abs(msg.t_c_rigid / off.rigid.t_c - 1) <= 1e-9 and abs(msg.t_c_rigid * 1e3 - 203.2807) < 1e-3
+        assert list(msg.ground_active) == WHEELS
+        assert msg.time_to_contact == pytest.approx(0.5 / 0.07, rel=1e-9)
+        n0 = len(listener.get(OUT))
+        feed(v + dv, 1.0)                          # constraint-violating perturbation: removed, energy reported
+        assert listener.wait_for(lambda: len(listener.get(OUT)) >= n0 + 5, 10)
+        msg = listener.get(OUT)[-1]
+        assert abs(msg.t_c / off.primary.t_c - 1) <= 1e-9
+        assert msg.constraint_residual_energy == pytest.approx(off_pert.residual_energy, rel=1e-9)
+        assert msg.constraint_residual_energy > 1e-6
+
+        feed(v, 0.5, bad_vel=True)                 # NaN velocities: dropped and counted
+        assert listener.wait_for(lambda: int(_diag(listener, 'impact_indicator: indicator').get('joint_nonfinite', 0)) > 0, 5)
+        ob.publish(_obstacle(pub_node, np.pi / 2, distance=-0.3))       # behind the rover: rejected
+        assert listener.wait_for(lambda: 'behind' in _diag(listener, 'impact_indicator: inputs').get('message', ''), 5)
+        assert _diag(listener, 'impact_indicator: inputs')['level'] == b'\x01'
+        n1 = len(listener.get(OUT))
+        time.sleep(1.5)                            # no input: stale state, no publication
+        n2 = len(listener.get(OUT))
+        time.sleep(1.0)
+        assert len(listener.get(OUT)) == n2 and n2 <= n1 + 25
+        assert listener.wait_for(lambda: 'stale' in _diag(listener, 'impact_indicator: indicator').get('message', ''), 5)
+        assert impact.poll() is None
+
+        # posture service: T7 answers (model PR, main-body CoM height swept, free ground)
+        client = pub_node.create_client(EvaluatePostures, '/posture_evaluator/evaluate_postures')
+        assert client.wait_for_service(timeout_sec=20)
+        for beta, best in ((40, 0.55), (60, 0.95), (90, 0.95)):
+            req = EvaluatePostures.Request()
+            req.obstacle = _obstacle(pub_node, np.deg2rad(beta))
+            for yb in (0.55, 0.65, 0.75, 0.85, 0.95):
+                req.candidates.append(PostureCandidate(joint_names=['body_lift_joint'], positions=[yb - 0.75],
+                                                       approach_speed=0.07, label=f'{yb:.2f}'))
+            resp = call_service(pub_node, client, req, timeout=20)
+            assert resp is not None and resp.success, getattr(resp, 'message', 'timeout')
+            ev = resp.evaluation
+            assert ev.best_index == 0 and ev.candidates[0].label == f'{best:.2f}'
+            assert all(ev.feasible) and list(ev.score) == sorted(ev.score)
+        req = EvaluatePostures.Request()
+        req.obstacle = _obstacle(pub_node, np.pi / 2)
+        req.candidates.append(PostureCandidate(joint_names=['nope'], positions=[0.0], approach_speed=0.07, label='x'))
+        resp = call_service(pub_node, client, req, timeout=20)
+        assert resp.success and resp.evaluation.best_index == -1 and 'unknown joint' in resp.evaluation.reject_reason[0]
+        assert posture.poll() is None and impact.poll() is None
+    finally:
+        pub_node.destroy_node()
+        listener.close()
+        rclpy.shutdown()
+        out_i, out_p = stop(impact), stop(posture)
+    assert 'Traceback' not in out_i + out_p, out_i + out_p
+
+
+def test_urdf_without_mapped_joints_stops_node_with_reason(tmp_path):
+    urdf = tmp_path / 'other.urdf'
+    urdf.write_text('<robot name="other"><link name="base_link"/><link name="w"/>'
+                    '<joint name="wheel" type="continuous"><parent link="base_link"/><child link="w"/>'
+                    '<axis xyz="0 1 0"/></joint></robot>')
+    proc = subprocess.run([sys.executable, '-m', 'rover_contact.impact.node', '--ros-args', '-p',
+                           f'urdf_path:={urdf}'], env=isolated_ros_env(), cwd=ROOT, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2
+    assert 'front_left_wheel_joint' in proc.stderr + proc.stdout and 'Traceback' not in proc.stderr
+
+
+def test_run_bag_matches_truth(tmp_path):
+    bag = tmp_path / 'bag'
+    truth = write_approach_bag(bag, beta_deg=60.0, duration=1.5, perturb=0.01)
+    result, _, _ = run_bag(str(bag), str(ROOT / 'config' / 'impact_indicator.yaml'), str(tmp_path / 'out'),
+                           progress=False)
+    outs = result.outputs['/impact_indicator/impact_indicator']
+    assert len(outs) >= 20
+    for _, f in outs[2:]:
+        assert abs(f['t_c'] / truth['t_c'] - 1) <= 1e-9
+        assert abs(f['t_c_free'] / truth['t_c_free'] - 1) <= 1e-9
+        assert f['constraint_residual_energy'] == pytest.approx(truth['constraint_residual_energy'], rel=1e-9)
+    # the posture evaluator offline: one evaluation per new hypothesis, ranked
+    result, _, _ = run_bag(str(bag), str(ROOT / 'config' / 'posture_evaluator.yaml'), None, progress=False)
+    evs = result.outputs['/posture_evaluator/posture_evaluation']
+    assert evs and evs[-1][1]['best_index'] == 0
+    scores = evs[-1][1]['score']
+    assert scores == sorted(scores)
