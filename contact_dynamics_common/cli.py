@@ -228,7 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument('--workdir', default='out/demo')
     sub.add_parser('plugins', help=BUILTIN['plugins'])
     for name, command in reg.commands.items():
-        sub.add_parser(name, help=command.help, add_help=False)
+        sub.add_parser(name, help=command.help.replace('%', '%%'), add_help=False)  # argparse formats help with %
     return parser
 
 
