@@ -910,7 +910,15 @@ def _open_storage(path: Path, recover: bool) -> Any:
     if path.suffix == '.db3' or path.name.endswith(('.db3.zstd', '.db3.zst')):
         from .bag_sqlite import Db3File
         return Db3File(path, recover)
+    if path.suffix in ('.zstd', '.zst', '.lz4'):
+        raise BagError(f'{path}: a file-compressed rosbag2 bag file; decompress it first ({path.suffix[1:]} -d)')
     return _McapFile(path, recover)
+
+
+def _file_order(path: Path) -> tuple[str, int, str]:
+    """Split bag files in recording order: NAME_2 before NAME_10."""
+    stem, _, index = path.stem.rpartition('_')
+    return (stem, int(index), path.name) if index.isdigit() else (path.stem, -1, path.name)
 
 
 class BagReader:
@@ -938,14 +946,21 @@ class BagReader:
                     self.info = (yaml.safe_load(f) or {}).get('rosbag2_bagfile_information')
                 if not isinstance(self.info, dict):
                     raise BagError(f'{meta}: no rosbag2_bagfile_information mapping')
-                files = [self.path / p for p in self.info.get('relative_file_paths', [])]
+                # names only: bags before rosbag2 metadata version 4 listed them with the directory
+                files = [self.path / Path(p).name for p in self.info.get('relative_file_paths', [])]
             else:
-                files = sorted(self.path.glob('*.mcap')) or sorted(self.path.glob('*.db3'))
+                files = sorted(self.path.glob('*.mcap'), key=_file_order) or sorted(self.path.glob('*.db3'),
+                                                                                     key=_file_order)
                 rebuild = True
             if not files:
                 raise FileNotFoundError(errno.ENOENT, 'no .mcap or .db3 file in bag directory', str(self.path))
         else:
             files = [self.path]
+        self._missing: list[Damage] = []          # files metadata.yaml lists that are not there
+        if recover and len(files) > 1 and any(p.is_file() for p in files):
+            self._missing = [Damage(p.name, 0, 'missing', 'listed in metadata.yaml but not in the bag directory')
+                             for p in files if not p.is_file()]
+            files = [p for p in files if p.is_file()]
         self._files = [_open_storage(p, recover) for p in files]
         self.storage = self._files[0].storage
         if self.info is None:
@@ -1044,8 +1059,8 @@ class BagReader:
         """What is intact and what was lost; damage found so far (``verify()`` checks every chunk)."""
         counts = self.message_counts
         return BagRecovery(messages=sum(counts.values()), per_topic=counts, start_ns=self.start_ns,
-                           end_ns=self.end_ns, damage=[d for mf in self._files
-                                                       for _, d in sorted(mf.damage.items())],
+                           end_ns=self.end_ns, damage=self._missing + [d for mf in self._files
+                                                                     for _, d in sorted(mf.damage.items())],
                            indexed_by={mf.path.name: mf.indexed_by for mf in self._files},
                            metadata=self.metadata_source)
 

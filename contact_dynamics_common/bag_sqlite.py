@@ -8,10 +8,18 @@ statistics; ``iter_pieces``; ``iter_raw``) and ``BagReader`` builds the same col
 decoder. Message definitions: the file's own when recorded (``message_definitions``), else the installed
 interfaces (``msgdefs``), else the ``rosbags`` type store of ROS 2 Kilted. Payloads compressed per message
 (``compression_mode: message``, zstd) are decompressed; a whole-file compressed ``.db3.zstd`` is refused.
+
+A damaged file (cut by a power loss: sqlite reports it malformed) is read, with ``recover``, from a
+temporary copy zero-padded to the size its header gives: the rows are read in id order up to the first
+unreadable page, later reads stop there, and the place goes into ``damage`` like an MCAP file's.
 """
 from __future__ import annotations
 
+import os
+import shutil
 import sqlite3
+import struct
+import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +31,7 @@ from mcap.records import Channel, ChunkIndex, Schema, Statistics
 from mcap.summary import Summary
 
 from . import msgdefs
-from .bag import BagError, _Piece
+from .bag import BagError, Damage, _Piece
 
 BATCH = 1 << 16            # rows per piece
 _ZSTD_MAGIC = b'\x28\xb5\x2f\xfd'
@@ -59,31 +67,65 @@ class Db3File:
             raise BagError(f'{path}: a file-compressed rosbag2 bag; decompress it first (zstd -d {path.name})')
         self.size = path.stat().st_size
         self.recover = recover
-        self.damage: dict[int, Any] = {}
+        self.damage: dict[int, Damage] = {}
         self._decompress = zstandard.ZstdDecompressor()
+        self._max_id: int | None = None              # damaged file: rows after this id are not read
+        self._tmp: Path | None = None
+        self._expected_size = self.size
         try:
-            self._db = self._connect()
-            tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            if not {'topics', 'messages'} <= tables:
-                raise BagError(f'{path}: not a rosbag2 sqlite3 file (tables: {sorted(tables)})')
-            self.summary = self._summary(tables)
-            self.rosbag2_info = self._metadata(tables)
+            self._open(path)
         except sqlite3.DatabaseError as e:
-            raise BagError(f'{path}: unreadable rosbag2 sqlite3 file ({e})') from e
+            if not recover:
+                raise BagError(f'{path}: unreadable rosbag2 sqlite3 file ({e})') from e
+            try:
+                self._open(self._padded_copy(), damaged=e)
+            except sqlite3.DatabaseError as e2:
+                raise BagError(f'{path}: unreadable rosbag2 sqlite3 file ({e2})') from e2
+            finally:                          # sqlite keeps its descriptor: the name can go now
+                if self._tmp is not None:
+                    self._tmp.unlink(missing_ok=True)
         self.topics = {c.topic: self.summary.schemas[c.schema_id].name for c in self.summary.channels.values()}
 
-    def _connect(self) -> sqlite3.Connection:
+    def _open(self, path: Path, damaged: Exception | None = None) -> None:
+        self._db = self._connect(path)
+        tables = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not {'topics', 'messages'} <= tables:
+            raise BagError(f'{self.path}: not a rosbag2 sqlite3 file (tables: {sorted(tables)})')
+        self.summary = self._summary(tables, damaged)
+        self.rosbag2_info = self._metadata(tables)
+
+    def _padded_copy(self) -> Path:
+        """A temporary copy of a file cut short (power loss), zero-padded to the size its header gives, so
+        that sqlite reads the pages before the cut."""
+        with open(self.path, 'rb') as f:
+            head = f.read(100)
+        if len(head) < 100 or not head.startswith(b'SQLite format 3\x00'):
+            raise BagError(f'{self.path}: not a sqlite3 file')
+        page = struct.unpack('>H', head[16:18])[0]
+        page = 65536 if page == 1 else page
+        expected = page * struct.unpack('>I', head[28:32])[0]
+        fd, name = tempfile.mkstemp(suffix='.db3', prefix='contact_dynamics_recover_')
+        os.close(fd)
+        self._tmp = Path(name)
+        shutil.copyfile(self.path, self._tmp)
+        self._expected_size = max(expected, self.size)
+        if expected > self.size:
+            os.truncate(self._tmp, expected)
+        return self._tmp
+
+    @staticmethod
+    def _connect(path: Path) -> sqlite3.Connection:
         try:
-            db = sqlite3.connect(f'file:{self.path}?mode=ro', uri=True)
+            db = sqlite3.connect(f'file:{path}?mode=ro', uri=True)
             db.execute('SELECT count(*) FROM sqlite_master').fetchone()
             return db
         except sqlite3.OperationalError:                    # e.g. a hot journal in a read-only place
-            return sqlite3.connect(f'file:{self.path}?immutable=1', uri=True)
+            return sqlite3.connect(f'file:{path}?immutable=1', uri=True)
 
     def _columns(self, table: str) -> set[str]:
         return {r[1] for r in self._db.execute(f'PRAGMA table_info({table})')}
 
-    def _summary(self, tables: set[str]) -> Summary:
+    def _summary(self, tables: set[str], damaged: Exception | None = None) -> Summary:
         cols = self._columns('topics')
         qos = 'offered_qos_profiles' if 'offered_qos_profiles' in cols else "''"
         hsh = 'type_description_hash' if 'type_description_hash' in cols else "''"
@@ -110,9 +152,10 @@ class Db3File:
                                                       'topic_type_hash': type_hash or ''})
         counts, start, end = {}, None, None
         groups: dict[int, list[int]] = {}              # row-id group -> [first id, last id, first t, last t]
-        for g, tid, n, id_lo, id_hi, lo, hi in self._db.execute(
+        rows = (self._db.execute(
                 f'SELECT id / {BATCH} AS g, topic_id, count(*), min(id), max(id), min(timestamp), max(timestamp) '
-                f'FROM messages GROUP BY g, topic_id'):
+                f'FROM messages GROUP BY g, topic_id') if damaged is None else self._scan_rows(damaged))
+        for g, tid, n, id_lo, id_hi, lo, hi in rows:
             counts[tid] = counts.get(tid, 0) + n
             start = lo if start is None else min(start, lo)
             end = hi if end is None else max(end, hi)
@@ -134,6 +177,30 @@ class Db3File:
             chunk_count=len(summary.chunk_indexes), message_start_time=start or 0, message_end_time=end or 0,
             channel_message_counts=counts)
         return summary
+
+    def _scan_rows(self, damaged: Exception) -> Iterator[tuple[int, int, int, int, int, int, int]]:
+        """Rows of a damaged file in id order up to the first unreadable page, as the GROUP BY rows of
+        ``_summary``; the place is noted in ``damage`` and later reads stop at the last good id."""
+        last_id, last_ns = 0, None
+        try:
+            for row_id, tid, ts in self._db.execute('SELECT id, topic_id, timestamp FROM messages ORDER BY id'):
+                yield row_id // BATCH, tid, 1, row_id, row_id, ts, ts
+                last_id, last_ns = row_id, ts
+        except sqlite3.DatabaseError as e:
+            cut = self._expected_size > self.size
+            self._max_id = last_id
+            self.damage[self.size if cut else 0] = Damage(
+                self.path.name, self.size if cut else 0, 'truncated' if cut else 'corrupt',
+                (f'the sqlite3 file ends at byte {self.size} of {self._expected_size}' if cut else
+                 f'sqlite3 file damaged ({damaged})') + f'; rows after id {last_id} unreadable ({e})',
+                last_good_ns=last_ns)
+            return
+        self._max_id = last_id
+        self.damage[0] = Damage(self.path.name, 0, 'corrupt', f'sqlite3 file damaged ({damaged}); every row '
+                                f'read', lost_messages=0, last_good_ns=last_ns)
+
+    def close(self) -> None:
+        self._db.close()
 
     def _metadata(self, tables: set[str]) -> dict[str, Any] | None:
         if 'metadata' not in tables:
@@ -177,16 +244,22 @@ class Db3File:
         if not ids:
             return
         where = f"topic_id IN ({','.join('?' * len(ids))})"
+        if self._max_id is not None:
+            where += f' AND id <= {int(self._max_id)}'
         if id_range is not None:
             where += ' AND id BETWEEN ? AND ?'
             ids += list(id_range)
+        table = 'messages' if self._max_id is None else 'messages NOT INDEXED'   # a damaged index stays unused
         try:
-            cur = self._db.execute(f'SELECT topic_id, timestamp, data FROM messages WHERE {where} ORDER BY {order}',
+            cur = self._db.execute(f'SELECT topic_id, timestamp, data FROM {table} WHERE {where} ORDER BY {order}',
                                    ids)
             while rows := cur.fetchmany(BATCH):
                 yield rows
         except sqlite3.DatabaseError as e:
-            raise BagError(f'{self.path}: unreadable rosbag2 sqlite3 file ({e})') from e
+            if not self.recover:
+                raise BagError(f'{self.path}: unreadable rosbag2 sqlite3 file ({e})') from e
+            self.damage.setdefault(-1, Damage(self.path.name, 0, 'corrupt', f'message data unreadable ({e}); '
+                                              f'the messages after it in this read are left out'))
 
     def iter_pieces(self, channel_ids: set[int], chunks: list[Any] | None = None) -> Iterator[_Piece]:
         """Messages of the wanted channels in file (row id) order, at most ``BATCH`` rows per piece; only
@@ -213,5 +286,3 @@ class Db3File:
                 topic, type_name = meta[tid]
                 yield topic, type_name, ts, self._payload(data)
 
-    def close(self) -> None:
-        self._db.close()

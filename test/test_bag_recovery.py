@@ -274,3 +274,34 @@ def test_broken_records_in_a_chunk_without_crc_keep_the_records_before(bags, tmp
     (damage,) = reader.recovery.damage
     assert damage.offset == lo and 'break' in damage.detail
     assert reader.recovery.messages == len(got) == len(order) - damage.lost_messages
+
+
+def test_split_recording_with_a_cut_last_file_and_a_missing_one(bags, tmp_path):
+    """A recording split into 11 files (rosbag2 --max-bag-size), cut by a power loss in the last file."""
+    _, _, order, _ = bags['zstd']
+    bag = tmp_path / 'split'
+    bag.mkdir()
+    parts = np.array_split(np.arange(len(order)), 11)
+    for k, idx in enumerate(parts):
+        with BagWriter(tmp_path / f'p{k}', chunk_size=4096) as w:
+            for i in idx:
+                w.write_serialized(order[i][0], order[i][1], order[i][3], order[i][2])
+        shutil.move(str(tmp_path / f'p{k}' / f'p{k}_0.mcap'), bag / f'split_{k}.mcap')
+    last = bag / 'split_10.mcap'
+    last.write_bytes(last.read_bytes()[:int(last.stat().st_size * 0.5)])
+    reader = BagReader(bag)
+    assert [mf.path.name for mf in reader._files] == [f'split_{k}.mcap' for k in range(11)]
+    got = list(reader.raw_messages())
+    assert len(order) - len(parts[10]) < len(got) < len(order) and got == order[:len(got)]
+    rec = reader.recovery
+    assert rec.indexed_by['split_10.mcap'] == 'scan' and rec.indexed_by['split_9.mcap'] == 'summary'
+    assert [d.file for d in rec.damage] == ['split_10.mcap'] and rec.messages == len(got)
+    meta = yaml.safe_load((bag / 'metadata.yaml').read_text())['rosbag2_bagfile_information']
+    assert meta['relative_file_paths'] == [f'split_{k}.mcap' for k in range(11)]
+
+    (bag / 'split_4.mcap').unlink()                       # listed in the rebuilt metadata, now gone
+    reader = BagReader(bag)
+    rec = reader.recovery
+    assert rec.damage[0].file == 'split_4.mcap' and rec.damage[0].kind == 'missing'
+    assert rec.messages == len(got) - len(parts[4])
+    assert list(reader.raw_messages()) == [m for i, m in enumerate(got) if i not in set(parts[4].tolist())]
