@@ -183,9 +183,9 @@ def convergence(names: Sequence[str], history, sigma_history=None, *, initial=No
         st = st[np.isfinite(st)]
         s_tail = float(np.median(st)) if len(st) else (s if np.isfinite(s) else 0.0)
         tol = max(s_tail, rel_floor * abs(float(theta[j])), 1e-300)
-        u = np.linspace(0.0, 1.0, len(y))
-        c, a = np.polyfit(u, y, 1)
-        det = y - (a + c * u)
+        u = np.linspace(-0.5, 0.5, len(y))              # straight-line fit, closed form (u centred)
+        c = float(u @ (y - y.mean()) / (u @ u))
+        det = y - y.mean() - c * u
         swing = float(np.std(det))
         drift = abs(float(c))
         sgn = np.sign(det[det != 0])

@@ -188,38 +188,39 @@ def with_checks(est: ContactEstimate, checks: list[trust.Check], covariance: np.
 
 
 class TrustMonitor:
-    """Live form of the convergence rule: the successive published estimates of one estimator.
+    """Live form of the convergence rule, on the successive published estimates of one estimator.
 
     ``review(est)`` appends the estimate to a bounded history (``length`` reports) and returns it with the
-    convergence verdict of that history (and the Kalman NIS check); the same sequence of estimates gives
-    the same verdicts, live or replayed.
+    verdict: the convergence rule on that history, re-evaluated every ``every`` reports (from
+    ``min_reports`` on) and held in between, and the Kalman NIS check. The same sequence of estimates
+    gives the same verdicts, live or replayed. An estimate that passes every check is returned unchanged.
     """
 
-    def __init__(self, estimator, length: int = 100, min_reports: int = 10):
+    def __init__(self, estimator, length: int = 100, min_reports: int = 10, every: int = 5):
         self.estimator = estimator
         self.length = int(length)
         self.min_reports = int(min_reports)
+        self.every = max(int(every), 1)
         self.reset()
 
     def reset(self) -> None:
         self._history: deque = deque(maxlen=self.length)
+        self._count = 0
+        self._verdict: trust.Check | None = None
 
     def review(self, est: ContactEstimate) -> ContactEstimate:
         if est.samples_used <= 0:
             return est
         self._history.append(est)
-        checks = []
-        if len(self._history) >= self.min_reports:
-            conv = convergence_check(self.estimator, list(self._history))
-            if conv is not None:
-                checks.append(conv)
+        self._count += 1
+        if self._count >= self.min_reports and (self._count - self.min_reports) % self.every == 0:
+            self._verdict = convergence_check(self.estimator, list(self._history))
+        checks = [] if self._verdict is None or self._verdict.ok else [self._verdict]
         if 'nis' in est.extras:
             nis = _nis(est)
-            checks.append(nis)
-            if nis.details.get('inflation', 1.0) > 1.0:
-                return with_checks(est, checks, make_spd(est.covariance * nis.details['inflation']))
-        return with_checks(est, checks)
-
+            if nis.reason != 'ok':
+                return with_checks(est, checks + [nis], make_spd(est.covariance * nis.details['inflation']))
+        return with_checks(est, checks) if checks else est
 
 
 def _nis(est: ContactEstimate) -> trust.Check:

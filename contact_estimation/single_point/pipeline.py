@@ -35,6 +35,7 @@ from contact_dynamics_common.stamps import Segment, StampGate
 
 from .estimate import ContactEstimate
 from .algorithms import ALGORITHMS, make
+from .assess import TrustMonitor
 from .gls import SlidingWindowGLS
 from .models import get_model
 from .reporting import update_and_report
@@ -145,6 +146,8 @@ class ContactPipeline:
         self.disp_gate = StampGate(params['time_jump_threshold'])
         try:
             self.estimators = build_estimators(params, self.model)
+            # the shared trust verdict (convergence, Kalman NIS) on each estimator's successive reports
+            self.monitors = {n: TrustMonitor(e) for n, e in self.estimators.items()}
         except ValueError as exc:       # an option combination the estimators refuse: a configuration error
             raise ConfigError(f'estimator configuration: {exc}') from None
         self.counts: Counter = Counter()
@@ -229,7 +232,7 @@ class ContactPipeline:
         return self.estimates()
 
     def estimates(self) -> list[ContactEstimate]:
-        return [est.estimate() for est in self.estimators.values()]
+        return [self.monitors[n].review(est.estimate()) for n, est in self.estimators.items()]
 
     def report(self, estimates: list[ContactEstimate]) -> TickReport:
         """``estimates`` with the pipeline state they are published with."""
@@ -337,7 +340,8 @@ class ContactPipeline:
             # the appended datum carried in from the previous chunk, NaN for none)
             after = np.append(block.datum, datum_before)[_cumulative(paired_tick, n_ticks) - 1]
             datum = [self._datum_value(None if np.isnan(d) else d) for d in after.tolist()]
-        per_estimator = [update_and_report(est, block.samples, used) for est in self.estimators.values()]
+        per_estimator = [[self.monitors[n].review(e) for e in update_and_report(est, block.samples, used)]
+                         for n, est in self.estimators.items()]
         return [TickReport(list(ests), used_before + n, d, self._t0_ns, self.wrench_frame)
                 for ests, n, d in zip(zip(*per_estimator), used.tolist(), datum)]
 
@@ -358,6 +362,8 @@ class ContactPipeline:
         """Forget all samples and restart the estimators (the ~/reset service, a time jump)."""
         for est in self.estimators.values():
             est.reset()
+        for monitor in self.monitors.values():
+            monitor.reset()
         if gates:
             self.wrench_gate.reset()
             self.disp_gate.reset()
