@@ -177,7 +177,7 @@ class BagWriter:
         if t is None:
             self.add_topic(topic, type_name)
             return self._topics[topic]
-        if t.type_name != msgdefs.full_type_name(type_name):
+        if t.type_name != type_name and t.type_name != msgdefs.full_type_name(type_name):
             raise ValueError(f'topic {topic!r} has type {t.type_name}, not {type_name}')
         return t
 
