@@ -205,3 +205,14 @@ def test_run_bag_matches_truth(tmp_path):
     assert evs and evs[-1][1]['best_index'] == 0
     scores = evs[-1][1]['score']
     assert scores == sorted(scores)
+
+
+@pytest.mark.parametrize('executable', ['impact_indicator', 'posture_evaluator'])
+def test_launch_file_names_installed_executables_and_configs(executable):
+    import ast
+    tree = ast.parse((ROOT / 'launch/rover_contact.launch.py').read_text())
+    strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    assert executable in strings and f'{executable}.yaml' in strings
+    assert (ROOT / 'config' / f'{executable}.yaml').is_file()
+    assert (Path(sys.prefix) / 'lib' / 'contact_dynamics' / executable).is_file()
+    assert (Path(sys.prefix) / 'share' / 'contact_dynamics' / 'launch' / 'rover_contact.launch.py').is_file()
