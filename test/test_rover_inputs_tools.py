@@ -1,0 +1,107 @@
+"""rover_contact inputs validation (bad input never raises), the 3-D maximal-coordinate T_c with redundant rows,
+and the offline tools (simulate rover-approach, rover-sweep)."""
+import numpy as np
+import pytest
+
+from contact_dynamics_common.params import ConfigError
+from rover_contact.impact.energy import impact, t_c
+from rover_contact.impact.geometry import n_in_ros
+from rover_contact.inputs import InputError, RoverInputs, load_model
+from rover_contact.validation.simulate import approach_state
+
+WHEELS = ['front_left', 'front_right']
+
+
+@pytest.fixture(scope='module')
+def model():
+    return load_model({'model_yaml': 'rover_pr3d_roles.yaml', 'urdf_path': ''})
+
+
+def test_inputs_reject_bad_samples_with_reasons(model):
+    inp = RoverInputs(model, 0.2)
+    names = model.joint_names
+    with pytest.raises(InputError, match='no valid JointState'):
+        inp.state(10**9)
+    assert not inp.push_joint_state(10**9, ['a'], [0.0], [0.0]) and 'lacks joint' in inp.last_error
+    assert not inp.push_joint_state(10**9, names, [0.0] * len(names), [])            # no velocities
+    assert not inp.push_joint_state(10**9, names, [0.0] * len(names), [np.nan] * len(names))
+    assert not inp.push_joint_state(0, names, [0.0] * len(names), [0.0] * len(names)) and 'zero stamp' in inp.last_error
+    assert inp.push_joint_state(10**9, names + ['extra'], [0.0] * (len(names) + 1), [0.0] * (len(names) + 1))
+    assert inp.counts['joint_unknown_names'] == 1
+    assert not inp.push_odometry(10**9, (0, 0, 0), (0, 0, 0, 0), (0, 0, 0), (0, 0, 0))
+    assert not inp.push_odometry(10**9, (0, 0, np.inf), (0, 0, 0, 1), (0, 0, 0), (0, 0, 0))
+    with pytest.raises(InputError, match='no valid Odometry'):
+        inp.state(10**9)
+    assert inp.push_odometry(10**9, (0, 0, 0), (0, 0, 0, 2.0), (0.1, 0, 0), (0, 0, 0))
+    q, v = inp.state(10**9 + 10**8)
+    assert np.isclose(np.linalg.norm(q[3:7]), 1.0) and v[0] == 0.1
+    with pytest.raises(InputError, match='stale'):
+        inp.state(10**9 + 3 * 10**8)
+    # obstacles
+    assert not inp.push_obstacle(1, 'odom', (0, 0, 0), 1.0, 0, 0.5, ['tail'], False)
+    assert 'unknown contact wheel' in inp.last_error
+    assert not inp.push_obstacle(1, 'odom', (1.0, 0, 0), 0.0, 0, 0.5, [], False)     # faces away: behind
+    assert 'behind' in inp.last_error
+    assert not inp.push_obstacle(1, 'odom', (0, 0, 0), 1.0, 0, -0.5, [], False)
+    assert not inp.push_obstacle(1, 'odom', (0, 0, 0), 2.0, 0, 0.5, [], False)       # beta > 90 deg
+    assert not inp.push_obstacle(1, 'odom', (np.nan, 0, 0), 1.0, 0, 0.5, [], False)
+    assert inp.push_obstacle(1, 'odom', (-1.0, 0, 0), 0.0, 0, 0.5, [], False)
+    assert inp.obstacle.beta == pytest.approx(np.pi / 2) and inp.obstacle.wheels == WHEELS
+    assert inp.push_obstacle(1, 'base_link', (-np.sin(1.0), 0, np.cos(1.0)), 0.0, 0, 0.5, [], False)
+    assert inp.obstacle.beta == pytest.approx(1.0)
+    assert inp.push_obstacle(1, 'odom', (0, 0, 0), np.pi / 2, 0.0875, 0.5, [], True)   # step edge h = R/2
+    assert inp.obstacle.beta == pytest.approx(np.pi / 3)
+    assert inp.time_to_contact() == pytest.approx(5.0)
+    with pytest.raises(ConfigError, match='not wheels'):
+        RoverInputs(model, 0.2, ['nope'])
+    with pytest.raises(ConfigError, match='not found'):
+        load_model({'model_yaml': 'missing_roles.yaml', 'urdf_path': ''})
+
+
+def test_3d_maximal_coordinates_with_redundant_rows(model):
+    """Maximal coordinates (6 per body, block-diagonal M, Γ = complement of the tree's velocity map, with
+    duplicated rows) give the minimal-coordinate T_c (spec appendix B in 3-D)."""
+    q, v = approach_state(model, 0.07)
+    J, Mb = model.body_blocks(q)
+    U, s, _ = np.linalg.svd(J, full_matrices=True)
+    r = int(np.sum(s > 1e-10 * s[0]))
+    G = U[:, r:].T                                   # rows annihilating every tree velocity
+    G = np.vstack([G, G[:3]])                        # redundant rows
+    bodies = [j for j in range(1, model.model.njoints) if model.model.inertias[j].mass > 0]
+    vmax = J @ v
+    for beta in np.deg2rad([30.0, 60.0, 90.0]):
+        n = n_in_ros(beta)
+        lam_min = model.contact_rows(q, WHEELS, n)
+        rows = []
+        model._kin(q)
+        for w in WHEELS:
+            jid = model.wheel_jid[model.wheel_names.index(w)]
+            k = bodies.index(jid)
+            oM = model.data.oMi[jid]
+            c = oM.act(model.model.inertias[jid].lever)
+            C = oM.translation + 0.175 * n
+            row = np.zeros(J.shape[0])
+            row[6 * k:6 * k + 3] = n
+            row[6 * k + 3:6 * k + 6] = np.cross(C - c, n)     # n·(ω × (C − c)) = ω·((C − c) × n)
+            rows.append(row)
+        lam_max = np.array(rows)
+        assert np.allclose(lam_max @ J, lam_min, atol=1e-12)
+        minimal = impact(model.mass_matrix(q), model.mech_rows(), lam_min, v).t_c
+        mech_max = model.mech_rows() @ np.linalg.pinv(J)      # lock rows expressed on maximal velocities
+        maximal = t_c(Mb, np.vstack([G, mech_max, lam_max]), vmax)
+        assert maximal == pytest.approx(minimal, rel=1e-9)
+
+
+def test_simulate_and_sweep_commands(tmp_path):
+    from contact_dynamics_common.bag import BagReader
+    from rover_contact.validation import simulate, sweep
+    assert simulate.main(['--out', str(tmp_path / 'bag'), '--duration', '0.5', '--beta-deg', '45']) == 0
+    bag = BagReader(str(tmp_path / 'bag'))
+    assert {'/joint_states', '/odom', '/impact_indicator/obstacle'} <= set(bag.topics)
+    truth = bag.custom_data['ground_truth']
+    assert 115.329 < truth['t_c_free'] * 1e3 < 182.380               # between T5's 40 and 50 deg values
+    assert sweep.main(['--out', str(tmp_path / 'sweep'), '--beta-deg', '40', '70', '--values', '0.0',
+                       '--laws', 'hunt_crossley']) == 0
+    text = (tmp_path / 'sweep' / 'sweep.csv').read_text().splitlines()
+    assert len(text) == 3 and 'f_max_hunt_crossley_N' in text[0]
+    assert (tmp_path / 'sweep' / 'tc_fmax_beta.png').stat().st_size > 1000
