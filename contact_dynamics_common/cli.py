@@ -76,7 +76,6 @@ def run_bag(bag_path: str, config: str, out: str | None = None, report: str | No
         if writer is not None:
             writer.close()
     seconds = time.perf_counter() - t0
-    result.recovery = bag.recovery          # what of a damaged bag was used (BagRecovery)
     summary = None
     if report:
         truth = bag.custom_data.get('ground_truth')

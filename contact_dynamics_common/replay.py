@@ -80,6 +80,7 @@ class ReplayResult:
     status: dict[str, dict] = field(default_factory=dict)
     timing: dict[str, float] = field(default_factory=dict)     # seconds: read, estimate, write
     chunks: int = 0
+    recovery: Any = None       # the bag's BagRecovery after the replay: what of a damaged bag was used
 
 
 class _Thinned:
@@ -125,6 +126,7 @@ def replay(bag: BagReader, nodes: list[Any], writer: BagWriter | None = None,
             if topic not in topics:
                 topics.append(topic)
     if not nodes:
+        result.recovery = bag.recovery
         return result
     start, end = bag.start_ns, bag.end_ns
     ticks = [np.arange(start + n.period_ns, end + 2 * n.period_ns, n.period_ns, dtype=np.int64) for n in nodes]
@@ -145,6 +147,7 @@ def replay(bag: BagReader, nodes: list[Any], writer: BagWriter | None = None,
     if bar is not None:
         bar.close()
     result.status = {n.node_name: n.status() for n in nodes}
+    result.recovery = bag.recovery
     return result
 
 
