@@ -123,7 +123,7 @@ class BatchResult(list):
 def run_batch(bags: list[str], config: str | Path, workers: int = 2, scheduler: str | None = None,
               progress: bool = True) -> BatchResult:
     """Run every bag as a task; rows in the order of ``bags`` (see ``run_one``)."""
-    from dask.distributed import Client, LocalCluster, as_completed
+    from dask.distributed import Client, as_completed
 
     config_text = Path(config).read_text(encoding='utf-8')
     _check_config(config)
@@ -135,8 +135,7 @@ def run_batch(bags: list[str], config: str | Path, workers: int = 2, scheduler: 
     else:
         if workers < 1:
             raise ConfigError(f'--workers must be >= 1, not {workers}')
-        cluster = LocalCluster(n_workers=workers, processes=True, threads_per_worker=1, host='127.0.0.1',
-                               dashboard_address=None, scheduler_port=0, silence_logs=40)
+        cluster = local_cluster(workers)
         client = Client(cluster)
         where = f'local cluster of {workers} worker processes on 127.0.0.1'
     try:
@@ -164,6 +163,21 @@ def run_batch(bags: list[str], config: str | Path, workers: int = 2, scheduler: 
     out = BatchResult(rows)
     out.wall_s, out.workers, out.cluster = time.perf_counter() - t0, n_workers, where
     return out
+
+
+def local_cluster(workers: int):
+    """N single-threaded worker processes, everything on 127.0.0.1, no dashboard.
+
+    The scheduler always runs an HTTP server (dask's /health, /metrics routes): it serves no route here and
+    listens on 127.0.0.1 at a free port (not 8787), like the scheduler, nannies and workers.
+    """
+    import dask
+    from dask.distributed import LocalCluster
+
+    with dask.config.set({'distributed.scheduler.http.routes': [], 'distributed.worker.http.routes': []}):
+        return LocalCluster(n_workers=workers, processes=True, threads_per_worker=1, host='127.0.0.1',
+                            scheduler_port=0, dashboard_address=None, silence_logs=40,
+                            scheduler_kwargs={'dashboard': False, 'dashboard_address': '127.0.0.1:0'})
 
 
 def _check_config(config: str | Path) -> None:
@@ -256,8 +270,8 @@ def plot_parameters(rows: list[dict], out_dir: Path) -> list[Path]:
                     ax.plot(i, r['truth'][name], '_', color='k', ms=14, mew=2)
             ax.set_ylabel(name)
             ax.grid(alpha=0.3)
-        axes[0, 0].set_title(f'{topic}: final estimate per bag, ±2σ (red: not valid, black: truth, grey x: failed)',
-                             fontsize=9)
+        axes[0, 0].set_title(f'{topic}: final estimate per bag with ±2σ\n'
+                             '(red: not valid, black bar: truth, grey x: bag failed)', fontsize=9)
         axes[-1, 0].set_xticks(range(len(rows)))
         axes[-1, 0].set_xticklabels(labels, rotation=60, ha='right', fontsize=7)
         fig.tight_layout()

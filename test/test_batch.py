@@ -115,11 +115,15 @@ def test_cli_batch_exit_code_and_files(bags, tmp_path, capsys):
 
 def test_an_existing_cluster_by_scheduler_address(bags, batch):
     """--scheduler: the tasks go to a cluster started elsewhere (here one worker on 127.0.0.1)."""
-    from dask.distributed import LocalCluster
+    from contact_dynamics_common.batch import local_cluster
 
     _, result, _, _ = batch
-    with LocalCluster(n_workers=1, processes=True, threads_per_worker=1, host='127.0.0.1',
-                      dashboard_address=None, silence_logs=40) as cluster:
+    with local_cluster(1) as cluster:
+        # network rule: everything on 127.0.0.1, the scheduler's HTTP server too (no dashboard, not port 8787)
+        http = [s.getsockname() for s in cluster.scheduler.http_server._sockets.values()]
+        assert http and all(h == '127.0.0.1' and p != 8787 for h, p in http), http
+        assert cluster.scheduler_address.startswith('tcp://127.0.0.1:')
+        assert all(w.startswith('tcp://127.0.0.1:') for w in cluster.scheduler_info['workers'])
         remote = run_batch([str(bags[1])], CONFIG, scheduler=cluster.scheduler_address, progress=False)
     assert remote.cluster == cluster.scheduler_address and remote.workers == 1
     assert remote[0]['ok'] and remote[0]['topics'] == next(r for r in result if r['bag'] == str(bags[1]))['topics']
