@@ -118,3 +118,16 @@ def test_t15_d_ground_stiffness_moves_between_limits(pr3d):
         assert peaks[0] == pytest.approx(free, rel=2e-2)
         assert all(b >= a * (1 - 1e-3) for a, b in zip(peaks, peaks[1:]))
         assert peaks[-1] > free * 1.05 and peaks[-1] <= rigid * 1.02
+
+
+def test_grousers_option_two_body():
+    """Grousered wheel (22 tips, spec §6.4): a tip on the normal line reproduces the smooth wheel's peak; a tip
+    rotating into the plane hits harder than one rotating away; never more than two tips at once (rigid k)."""
+    from rover_contact.validation.impact_sim import two_body_grousers
+    beta = np.deg2rad(60)
+    smooth = two_body(beta, 'hunt_crossley', 0.9).f_max
+    on_line = two_body_grousers(beta, 22, 0.0)
+    assert on_line.f_max == pytest.approx(smooth, rel=5e-3)
+    into, away = two_body_grousers(beta, 22, -4.0), two_body_grousers(beta, 22, 4.0)
+    assert into.f_max > away.f_max
+    assert max(on_line.max_tips_in_contact, into.max_tips_in_contact, away.max_tips_in_contact) <= 2
