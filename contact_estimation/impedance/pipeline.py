@@ -12,6 +12,7 @@ depends only on the samples and their stamps, not on how they were batched betwe
    around it; gaps longer than sensor_timeout are not bridged (counted as unpaired);
 4. the sample period is measured on the first samples (or given), then the same causal Butterworth
    (contact_dynamics_common.signal.CausalLowpass) runs on x and F (online nodes cannot use zero phase, B5);
+   its start-up transient (5 / f_c s after a start or reset) is dropped;
 5. v and a are central differences of the filtered x at the previous sample, so x, v, a and F all come out
    with the same one-sample delay (matched group delay on every channel);
 6. every sample with |v| > v_min inside the edges updates the RLS of its (segment, direction) bin.
@@ -48,8 +49,9 @@ def edges_from_params(p: dict) -> np.ndarray:
 class StreamConditioner:
     """Causal low-pass on (x, F) and one-sample-delayed central differences of the filtered x."""
 
-    def __init__(self, cutoff_hz: float, order: int = 2, rate_hz: float = 0.0):
+    def __init__(self, cutoff_hz: float, order: int = 2, rate_hz: float = 0.0, settle_periods: float = 5.0):
         self.cutoff, self.order, self.rate = float(cutoff_hz), int(order), float(rate_hz)
+        self.settle_periods = float(settle_periods)
         self.reset()
 
     def reset(self) -> None:
@@ -58,6 +60,7 @@ class StreamConditioner:
         self._hist = np.zeros((0, 3))          # last two filtered (t, x, F)
         self.measured_rate = 0.0
         self.correlation = 1.0
+        self._to_skip = 0                      # filter start-up samples still to drop
 
     def push(self, t: np.ndarray, x: np.ndarray, F: np.ndarray) -> tuple[np.ndarray, ...]:
         """t (s, increasing), x, F -> (t, x, v, a, F) of the samples that became complete."""
@@ -73,6 +76,7 @@ class StreamConditioner:
                                   f'{0.5 * rate:.4g} Hz of the {rate:.4g} Hz input')
             self.filter = CausalLowpass(rate, self.cutoff, self.order, channels=2)
             self.correlation = rate / (2 * self.cutoff)
+            self._to_skip = int(np.ceil(self.settle_periods * rate / self.cutoff))
             rows, self._hold = self._hold, np.zeros((0, 3))
         if not len(rows):
             return tuple(np.zeros(0) for _ in range(5))
@@ -88,7 +92,9 @@ class StreamConditioner:
         s2 = (x[2:] - x[1:-1]) / dt2
         v = (x[2:] - x[:-2]) / (t[2:] - t[:-2])
         a = 2.0 * (s2 - s1) / (t[2:] - t[:-2])
-        return t[1:-1], x[1:-1], v, a, f[1:-1]
+        k = min(self._to_skip, len(v))         # the filter's start-up transient (its state starts at rest)
+        self._to_skip -= k
+        return t[1:-1][k:], x[1:-1][k:], v[k:], a[k:], f[1:-1][k:]
 
 
 class ImpedancePipeline:

@@ -43,6 +43,9 @@ class FitOptions:
     tikhonov_weights: tuple = (1.0, 1.0, 1.0, 1.0)
     uv_factor: float = 10.0        # a column is flagged when its unique variance < uv_factor * noise variance
     min_unique_fraction: float = 1e-2   # ... or when its unique part is below this share of its variance
+    record_min_unique_fraction: float = 0.1   # over the whole record (per direction): below this share of a
+    # independent of [v x 1], the excitation is essentially one tone (a ~ -w^2 (x - xbar)); whatever m vs k
+    # information the segments hold then comes from tracking harmonics, which B5 says not to rely on
     kappa_refuse: float = KAPPA_REFUSE
     check: bool = True             # False: report every number (oracle fits, research)
 
@@ -245,6 +248,15 @@ def fit_segmented(x, v, a, F, edges, options: FitOptions | None = None,
     scale = np.sqrt(np.mean(X ** 2, axis=0)) if len(X) else np.ones(4)
     scale = np.where(scale > 0, scale, 1.0)
     blocks, counts = _blocks(X, y, block, scale, 2 * nseg, o.n_min)
+    record_share = np.full(2, np.nan)
+    for d in (0, 1):
+        sel = (block // nseg) == d
+        if sel.sum() >= 8:
+            Xd = X[sel] / scale
+            coef = np.linalg.lstsq(Xd[:, 1:], Xd[:, 0], rcond=None)[0]
+            r = Xd[:, 0] - Xd[:, 1:] @ coef
+            var = Xd[:, 0].var()
+            record_share[d] = float(r @ r / len(r) / var) if var > 0 else 0.0
 
     shape = (2, nseg)
     theta = np.full(shape + (4,), np.nan)
@@ -271,13 +283,17 @@ def fit_segmented(x, v, a, F, edges, options: FitOptions | None = None,
             uv[d, j], colvar[d, j] = bl.uv, bl.colvar
             flags = _column_flags(bl.uv, bl.colvar, noise, o) if o.check else [False] * 3
             conditioned = bl.kappa <= o.kappa_refuse or not o.check
-            separable[d, j] = not flags[0] and not flags[2] and conditioned
+            one_tone = o.check and record_share[d] < o.record_min_unique_fraction
+            separable[d, j] = not flags[0] and not flags[2] and conditioned and not one_tone
             damp_ok[d, j] = not flags[1] and conditioned
             why = []
             if bl.kappa > o.kappa_refuse:
                 why.append(f'kappa {bl.kappa:.3g} > {o.kappa_refuse:.0e}: regressor singular')
             elif bl.kappa > KAPPA_WARN:
                 why.append(f'kappa {bl.kappa:.3g} > {KAPPA_WARN:.0e}: poorly conditioned')
+            if one_tone:
+                why.append(f'only {100 * record_share[d]:.2g} % of the acceleration is independent of x and v '
+                           f'over the record (< {100 * o.record_min_unique_fraction:.3g} %): single-tone excitation')
             for c, flag in zip(COLUMNS[:3], flags[:3]):
                 if flag:
                     why.append(f"column '{c}' has no information of its own (unique variance "
@@ -292,7 +308,8 @@ def fit_segmented(x, v, a, F, edges, options: FitOptions | None = None,
     return ImpedanceProfile(edges=edges, theta=theta, cov=cov, n=counts.reshape(2, nseg), kappa=res['kappa'],
                             residual_rms=res['rms'], r2=res['r2'], unique_variance=uv, column_variance=colvar,
                             valid=valid, separable=separable, damping_identifiable=damp_ok, reason=reason,
-                            noise_variance=noise, options=dict(o.__dict__, correlation=float(correlation)))
+                            noise_variance=noise, options=dict(o.__dict__, correlation=float(correlation),
+                                                               record_unique_share=record_share.tolist()))
 
 
 def _column_flags(uv: np.ndarray, colvar: np.ndarray, noise: np.ndarray, o: FitOptions) -> list[bool]:

@@ -1,0 +1,145 @@
+"""Excitation design and the identifiability checks; bad input gives a clear error, never a crash or NaN guess."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from contact_dynamics_common.params import validate_all
+from contact_dynamics_common.signal import CausalLowpass, cutoff_for_band, excitation_band
+from contact_estimation.impedance.conditioning import condition
+from contact_estimation.impedance.config import PARAMS
+from contact_estimation.impedance.excitation import (ExcitationRefused, Limits, check_design, design_multisine,
+                                                     multisine)
+from contact_estimation.impedance.pipeline import ImpedancePipeline
+from contact_estimation.impedance.recursive import RecursiveSegmentedLS
+from contact_estimation.impedance.segmented import fit_segmented, segment_index, uniform_edges
+
+EDGES = uniform_edges(0.0, 0.024, 8)
+
+
+def test_multisine_derivatives_are_exact_with_fade_in():
+    t = np.arange(0, 4.0, 1e-4)
+    x, v, a = multisine(t, 0.01, [0.002, 0.001], [1.5, 6.3], phases='schroeder', fade_in=2.0)
+    np.testing.assert_allclose(np.gradient(x, t)[5:-5], v[5:-5], atol=2e-6)
+    np.testing.assert_allclose(np.gradient(v, t)[5:-5], a[5:-5], atol=2e-3)
+    assert x[0] == pytest.approx(0.01) and v[0] == pytest.approx(0.0)
+
+
+def test_design_fits_stroke_and_limits_and_is_accepted():
+    lim = Limits(stroke=(0.0, 0.070), velocity=3.4, acceleration=272.0, force=60.0)
+    d = design_multisine([1.5, 6.3, 13.7], [0.010, 0.0015, 0.0006], limits=lim, span=(0.0, 0.024),
+                         model={'mass': 0.581, 'damping': 11.5, 'stiffness': 2000.0})
+    t = np.arange(0, 60.0, 1 / 4000)
+    x, v, a = d.motion(t)
+    assert x.min() >= 0.0 and x.max() <= 0.024 and np.abs(v).max() <= 3.4 and np.abs(a).max() <= 272
+    assert abs(0.581 * a + 11.5 * v + 2000 * x).max() <= 60.0
+    chk = check_design(x, v, a, EDGES, limits=lim)
+    assert chk.verdict == 'ok', chk.message
+    assert chk.n.min() >= 200 and chk.kappa.max() < 1e3
+    chk.raise_if_refused()
+    # a tight force limit scales the amplitudes down and says so
+    d2 = design_multisine([1.5, 6.3, 13.7], limits=Limits(force=10.0), span=(0.0, 0.024),
+                          model={'mass': 0.581, 'damping': 11.5, 'stiffness': 2000.0})
+    assert d2.peak['F'] <= 10.0 and any('force' in w for w in d2.warnings)
+
+
+def test_single_tone_is_refused_and_a_trajectory_outside_the_stroke_too():
+    t = np.arange(0, 20.0, 1 / 4000)
+    x, v, a = multisine(t, 0.012, [0.012], [1.5])
+    chk = check_design(x, v, a, EDGES)
+    assert chk.refused and 'cannot be separated' in chk.message
+    with pytest.raises(ExcitationRefused):
+        chk.raise_if_refused()
+    d = design_multisine([1.5], span=(0.0, 0.024))
+    assert any('single tone' in w for w in d.warnings)
+    x2, v2, a2 = multisine(t, 0.012, [0.010, 0.0015, 0.0006], [1.5, 6.3, 13.7])
+    chk2 = check_design(x2 + 0.06, v2, a2, uniform_edges(0.06, 0.084, 8), limits=Limits())
+    assert chk2.refused and 'outside the stroke' in chk2.message
+
+
+def test_band_tied_cutoff_and_streaming_filter_matches_whole_record():
+    fs = 4000.0
+    t = np.arange(0, 20.0, 1 / fs)
+    x, _, _ = multisine(t, 0.0, [0.010, 0.0015, 0.0006], [1.5, 6.3, 13.7])
+    band = excitation_band(x, fs)
+    assert 13.0 <= band <= 15.0
+    assert cutoff_for_band(band, fs) == pytest.approx(4 * band)
+    y = np.column_stack([x, np.cos(t)])
+    whole = CausalLowpass(fs, 50.0, 2, channels=2)(y)
+    f = CausalLowpass(fs, 50.0, 2, channels=2)
+    parts = np.vstack([f(y[:1000]), f(y[1000:1001]), f(y[1001:])])
+    np.testing.assert_allclose(parts, whole, rtol=0, atol=1e-15)
+
+
+def test_bad_input_gives_clear_errors():
+    t = np.arange(1000) / 1000.0
+    x = np.sin(t)
+    with pytest.raises(ValueError, match='NaN or inf'):
+        condition(t, np.where(t > 0.5, np.nan, x), x)
+    with pytest.raises(ValueError, match='strictly increasing'):
+        condition(t[::-1], x, x)
+    with pytest.raises(ValueError, match='equal lengths'):
+        fit_segmented(x, x, x, x[:-1], EDGES)
+    with pytest.raises(ValueError, match='strictly increasing'):
+        fit_segmented(x, x, x, x, [0.0, 0.0])
+    empty = fit_segmented([], [], [], [], EDGES)
+    assert not empty.valid.any() and np.isnan(empty.theta).all() and '0 samples' in empty.reason[0][0]
+    # NaN samples are skipped, not propagated
+    rng = np.random.default_rng(0)
+    n = 20000
+    xs = rng.uniform(0, 0.024, n)
+    vs = rng.choice([-1, 1], n) * rng.uniform(0.01, 0.2, n)
+    acc = rng.normal(0, 3, n)
+    F = 0.5 * acc + 10 * vs + 1000 * xs + 0.2 * np.sign(vs)
+    F[::97] = np.nan
+    p = fit_segmented(xs, vs, acc, F, EDGES)
+    assert p.valid.all()
+    np.testing.assert_allclose(p.value('stiffness'), 1000.0, rtol=1e-6)
+    assert segment_index(np.array([0.024, 0.0, -1e-9, 0.03]), EDGES).tolist() == [7, 0, -1, -1]
+
+
+def test_recursive_equals_batch_without_forgetting_and_ignores_bad_samples():
+    rng = np.random.default_rng(1)
+    n = 40000
+    xs = rng.uniform(0, 0.024, n)
+    vs = rng.choice([-1, 1], n) * rng.uniform(0.01, 0.2, n)
+    acc = rng.normal(0, 3, n)
+    F = 0.58 * acc + 11.5 * vs + 400 * xs + 0.3 * np.sign(vs) + rng.normal(0, 0.02, n)
+    batch = fit_segmented(xs, vs, acc, F, EDGES)
+    r = RecursiveSegmentedLS(EDGES, forgetting=1.0, initial_covariance=1e12)
+    F_bad = F.copy()
+    F_bad[5] = np.inf
+    r.update(xs[:5], vs[:5], acc[:5], F[:5])
+    r.update(xs[5:6], vs[5:6], acc[5:6], F_bad[5:6])
+    r.update(xs[6:], vs[6:], acc[6:], F[6:])
+    rec = r.profile()
+    batch6 = fit_segmented(np.delete(xs, 5), np.delete(vs, 5), np.delete(acc, 5), np.delete(F, 5), EDGES)
+    np.testing.assert_allclose(rec.theta, batch6.theta, rtol=1e-6)
+    np.testing.assert_allclose(rec.cov, batch6.cov, rtol=1e-3)
+    assert np.allclose(batch.value('mass'), 0.58, rtol=0.02)
+    with pytest.raises(ValueError):
+        RecursiveSegmentedLS(EDGES, forgetting=1.5)
+
+
+def test_pipeline_counts_bad_stamps_and_resets_on_a_time_jump():
+    p = validate_all(PARAMS, {'joint_name': 'slider', 'force_source': 'effort', 'min_samples': 50})
+    pl = ImpedancePipeline(p)
+    fs = 4000
+    t = np.arange(0, 6.0, 1 / fs)
+    x, v, a = multisine(t, 0.012, [0.010, 0.0015, 0.0006], [1.5, 6.3, 13.7])
+    F = 0.581 * a + 11.5 * v + 1000 * x
+    st = 10**18 + np.round(t * 1e9).astype(np.int64)
+    pl.push_joint_state(int(st[0]), ['elbow'], [0.0], [0.0])
+    assert "joint 'slider' is not in the JointState names ['elbow']" in pl.last_error
+    pl.push_joint_state(0, ['slider'], [0.0], [0.0])                 # zero stamp
+    pl.push_joint_state(int(st[0]), ['slider'], [0.0], [])           # no effort: malformed
+    pl.push_joint_columns(st, ['slider'], x[:, None], F[:, None])
+    pl.step()
+    s = pl.status()
+    assert s['joint.zero_stamp'] == 1 and s['joint_state_malformed'] == 1 and s['joint_missing'] == 1
+    prof = pl.profile()
+    assert np.allclose(prof.value('stiffness')[prof.valid], 1000.0, rtol=0.05)
+    assert np.isfinite(prof.theta[prof.valid]).all()
+    pl.push_joint_columns(st[:100] - 5 * 10**9, ['slider'], x[:100, None], F[:100, None])   # looped bag
+    pl.step()
+    assert pl.status()['time_jumps'] == 1 and pl.profile().n.sum() < 100     # restarted from scratch
