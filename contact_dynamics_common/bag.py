@@ -532,6 +532,8 @@ class _McapFile:
                     summary = SeekingReader(f).get_summary()
                     if summary is not None:
                         self.rosbag2_info = _rosbag2_record(SeekingReader(f).iter_metadata())
+                    if summary is not None and summary.statistics is None and recover:
+                        summary = None                # counts and times come from a scan then
             except BagError as e:
                 summary, problem = None, e
             if summary is None:
@@ -615,10 +617,13 @@ class _McapFile:
                                  np.array([t for _, t, _ in loose], dtype=np.int64), np.cumsum(size) - size,
                                  size, np.array([c for c, _, _ in loose], dtype=np.int64))
         self.rosbag2_info = _rosbag2_record(metadata)
-        unknown = set(counts) - set(summary.channels)
-        if unknown:                           # messages whose channel record was in a lost chunk
-            self._note(self.size, 'corrupt', f'{sum(counts.pop(c) for c in unknown)} intact messages '
-                       f'of channels {sorted(unknown)} whose definitions were lost')
+        for c in [c for c in summary.channels.values() if c.schema_id and c.schema_id not in summary.schemas]:
+            del summary.channels[c.id]        # its schema record was in a lost chunk: undecodable
+        unknown = sorted(set(counts) - set(summary.channels))
+        if unknown:                           # channel or schema records were in a lost chunk
+            lost = sum(counts.pop(c) for c in unknown)
+            self._note(self.size, 'corrupt', f'{lost} intact messages of channels {unknown} left out: their '
+                       f'channel or schema records were lost', lost_messages=lost)
         summary.statistics = Statistics(
             message_count=sum(counts.values()), schema_count=len(summary.schemas),
             channel_count=len(summary.channels), attachment_count=0, metadata_count=len(metadata),
