@@ -205,8 +205,8 @@ def two_body_grousers(beta: float, n_grousers: int = 22, offset_deg: float = 0.0
         return d if touched else 1.0
     ev.terminal, ev.direction = True, -1
     sol = solve_ivp(rhs, (0, t_max), y0, rtol=rtol, atol=1e-13, events=ev, dense_output=True, method='DOP853',
-                    max_step=2e-5)
-    ts = np.linspace(0, sol.t[-1], 4000)
+                    max_step=1e-4)
+    ts = np.linspace(0, sol.t[-1], 2000)
     F, ncont = [], 0
     for t in ts:
         d, dd, _ = tips(sol.sol(t))
