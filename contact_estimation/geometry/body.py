@@ -92,8 +92,9 @@ def part_from_spec(spec: dict) -> poly.ConvexPolytope:
     except KeyError as exc:
         raise ValueError(f"part '{name}' ({kind}) lacks {exc}") from None
     R = rpy_to_matrix(spec.get('rpy', [0.0, 0.0, 0.0]))
-    shape = shape.transformed(R, np.asarray(spec.get('position', [0.0, 0.0, 0.0]), float))
-    return replace(shape, meta={'group': str(spec.get('group', name))})
+    pos = np.asarray(spec.get('position', [0.0, 0.0, 0.0]), float)
+    shape = shape.transformed(R, pos)
+    return replace(shape, meta={'group': str(spec.get('group', name)), 'frame': (R, pos)})
 
 
 def body_from_spec(doc: dict, default_name: str) -> CompoundBody:

@@ -10,7 +10,7 @@ seen from below (thesis Fig. 5-9 is not reproducible; ours): vg1 at (+x, +y), vg
 Receptacle (environment frame = world; at the nominal seated pose the payload origin is at the world
 origin and every tent face just touches its groove wall): per guide two groove walls (convex prisms under
 the 45° flanks, 3 mm below the box so the box never touches) that run ``groove_extra`` = 40 mm further
-outward than the tent (back shifts keep the same mating), and an end stop ``end_gap`` = 0.25 mm in front
+outward than the tent (back shifts keep the same mating), and an end stop ``end_gap`` = 0.55 mm in front
 of the tent's inner end (forward shifts beyond that hit it). Rest: 8 contacts, two per guide.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ MASS = 9.2
 TENT_LENGTH, TENT_HEIGHT, APEX_DEG = 0.060, 0.015, 90.0
 INSET = (0.045, 0.040)          # tent centre from the box edges (x, y), m
 GROOVE_EXTRA = 0.040            # groove longer than the tent, outward, m
-END_GAP = 0.25e-3               # tent inner end to the groove end stop, m
+END_GAP = 0.55e-3               # tent inner end to the groove end stop, m
 WALL_TOP_GAP = 0.003            # groove walls end this far below the box bottom, m
 WALL_WIDTH, WALL_DEPTH = 0.030, 0.020
 GUIDE_SIGNS = ((1, 1), (-1, 1), (-1, -1), (1, -1))   # vg1..vg4 (x, y) signs
@@ -109,7 +109,7 @@ GEOMETRY_HEADER = """\
 #   environment:  fixed; position/rpy = pose of its frame in the pose frame (world); parts as above, in its
 #                 frame; 'group' names the feature a part belongs to (the sensitivity tool reports by group).
 # Layout: tents vg1 (+x,+y), vg2 (-x,+y), vg3 (-x,-y), vg4 (+x,-y) seen from below, ridges radial; each mates
-# with two groove walls (vgN_left/right, 40 mm longer outward) and an end stop 0.25 mm in front of its inner end.
+# with two groove walls (vgN_left/right, 40 mm longer outward) and an end stop 0.55 mm in front of its inner end.
 """
 
 

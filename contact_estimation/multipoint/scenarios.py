@@ -1,7 +1,7 @@
 """Multi-point scenarios of agar_contact.md §6.2 with their ground truth, and their bags.
 
-- ``gravity_drop`` (M2/M3): the ACU-like surrogate falls from 5 mm (with a small lateral offset and tilt, so
-  the V-guides have something to centre) into the receptacle, 0.4 s, 1 kHz output. M2: the estimator's own
+- ``gravity_drop`` (M2/M3): the ACU-like surrogate falls from 5 mm (0.2 mm / 0.1 mm off centre, so the
+  V-guides have something to centre) into the receptacle, 0.4 s, 1 kHz output. M2: the estimator's own
   laws (kv + sliding); M3: CDT-like mismatch, F_n = max(0, kδ + bδ̇) with F_t = μ F_n (``coulomb``) or a
   regularised Coulomb law.
 - ``slow_insertion`` (M5): a compliant fixture lowers the ACU at 2 mm/s into the receptacle and presses it,
@@ -44,9 +44,8 @@ class Record:
 
 
 def drop_initial_pose(height: float = 5e-3):
-    p0 = np.array([0.8e-3, -0.5e-3, height])
-    q0 = Rotation.from_euler('xyz', [0.2, -0.15, 0.3], degrees=True).as_quat()
-    return p0, q0
+    """5 mm above the seat, 0.2 mm / -0.1 mm off centre (the V-guides centre it), level."""
+    return np.array([0.2e-3, -0.1e-3, height]), np.array([0.0, 0.0, 0.0, 1.0])
 
 
 def gravity_drop(model: str = 'M2', duration: float = 0.4, dt: float = 1e-4, rate: float = 1000.0,
