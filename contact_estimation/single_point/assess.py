@@ -187,40 +187,90 @@ def with_checks(est: ContactEstimate, checks: list[trust.Check], covariance: np.
     return replace(est, valid=valid, reason=reason, covariance=cov, extras=extras)
 
 
-class TrustMonitor:
-    """Live form of the convergence rule, on the successive published estimates of one estimator.
+class RecentSamples:
+    """The last ``capacity`` in-contact samples the estimators received (the live adequacy window)."""
 
-    ``review(est)`` appends the estimate to a bounded history (``length`` reports) and returns it with the
-    verdict: the convergence rule on that history, re-evaluated every ``every`` reports (from
-    ``min_reports`` on) and held in between, and the Kalman NIS check. The same sequence of estimates
-    gives the same verdicts, live or replayed. An estimate that passes every check is returned unchanged.
+    def __init__(self, capacity: int = 2000):
+        self.capacity = int(capacity)
+        self.clear()
+
+    def clear(self) -> None:
+        self._parts: list[ContactSamples] = []
+        self._n = 0
+
+    def extend(self, samples: ContactSamples) -> None:
+        if len(samples):
+            self._parts.append(samples)
+            self._n += len(samples)
+            while self._parts and self._n - len(self._parts[0]) >= self.capacity:
+                self._n -= len(self._parts.pop(0))
+
+    def window(self, extra: ContactSamples | None = None) -> ContactSamples:
+        """The last ``capacity`` samples (followed by ``extra``, not stored)."""
+        parts = self._parts + ([extra] if extra is not None and len(extra) else [])
+        if not parts:
+            return ContactSamples.make([], [], [], [])
+        joined = ContactSamples.concat(parts) if len(parts) > 1 else parts[0]
+        return joined.slice(slice(max(len(joined) - self.capacity, 0), None))
+
+
+class TrustMonitor:
+    """Live form of the trust verdict, on the successive published estimates of one estimator.
+
+    ``review(est, window)`` appends the estimate to a bounded history (``length`` reports) and returns it
+    with the verdict:
+
+    * convergence on that history, re-evaluated every ``every`` reports (from ``min_reports`` on);
+    * model adequacy (``adequacy_checks``: omitted mass, NIS, material whiteness, honest sigma) on the
+      recent samples ``window()`` (a callable, called only when due), every ``adequacy_every`` reports;
+
+    each held until its next evaluation (the honest covariance as per-parameter sigma factors). The same
+    sequence of estimates and windows gives the same verdicts, live or replayed. An estimate that passes
+    every check and needs no inflation is returned unchanged.
     """
 
-    def __init__(self, estimator, length: int = 100, min_reports: int = 10, every: int = 5):
+    def __init__(self, estimator, length: int = 100, min_reports: int = 10, every: int = 5,
+                 adequacy_every: int = 40):
         self.estimator = estimator
         self.length = int(length)
         self.min_reports = int(min_reports)
         self.every = max(int(every), 1)
+        self.adequacy_every = max(int(adequacy_every), 1)
         self.reset()
 
     def reset(self) -> None:
         self._history: deque = deque(maxlen=self.length)
         self._count = 0
         self._verdict: trust.Check | None = None
+        self._adequacy: list[trust.Check] = []
+        self._factor: np.ndarray | None = None
 
-    def review(self, est: ContactEstimate) -> ContactEstimate:
+    def review(self, est: ContactEstimate, window=None) -> ContactEstimate:
         if est.samples_used <= 0:
             return est
         self._history.append(est)
         self._count += 1
-        if self._count >= self.min_reports and (self._count - self.min_reports) % self.every == 0:
+        due = self._count >= self.min_reports and (self._count - self.min_reports)
+        if self._count >= self.min_reports and due % self.every == 0:
             self._verdict = convergence_check(self.estimator, list(self._history))
+        if window is not None and self._count >= self.min_reports and due % self.adequacy_every == 0:
+            checks, honest = adequacy_checks(est, window())
+            self._adequacy = [c for c in checks if not c.ok or c.reason != 'ok']
+            own = np.sqrt(np.maximum(np.diagonal(est.covariance), 1e-300))
+            factor = np.sqrt(np.maximum(np.diagonal(honest), 1e-300)) / own
+            self._factor = factor if np.any(factor > 1.0) else None
         checks = [] if self._verdict is None or self._verdict.ok else [self._verdict]
+        checks += self._adequacy
+        cov = None
+        if self._factor is not None and len(self._factor) == len(est.names):
+            cov = make_spd(est.covariance * np.outer(self._factor, self._factor))
         if 'nis' in est.extras:
             nis = _nis(est)
             if nis.reason != 'ok':
-                return with_checks(est, checks + [nis], make_spd(est.covariance * nis.details['inflation']))
-        return with_checks(est, checks) if checks else est
+                checks.append(nis)
+                base = est.covariance if cov is None else cov
+                cov = make_spd(base * max(nis.details['inflation'], 1.0))
+        return with_checks(est, checks, cov) if checks or cov is not None else est
 
 
 def _nis(est: ContactEstimate) -> trust.Check:

@@ -35,7 +35,7 @@ from contact_dynamics_common.stamps import Segment, StampGate
 
 from .estimate import ContactEstimate
 from .algorithms import ALGORITHMS, make
-from .assess import TrustMonitor
+from .assess import RecentSamples, TrustMonitor
 from .gls import SlidingWindowGLS
 from .models import get_model
 from .reporting import update_and_report
@@ -148,6 +148,7 @@ class ContactPipeline:
             self.estimators = build_estimators(params, self.model)
             # the shared trust verdict (convergence, Kalman NIS) on each estimator's successive reports
             self.monitors = {n: TrustMonitor(e) for n, e in self.estimators.items()}
+            self.recent = RecentSamples()          # the in-contact samples the monitors judge the model on
         except ValueError as exc:       # an option combination the estimators refuse: a configuration error
             raise ConfigError(f'estimator configuration: {exc}') from None
         self.counts: Counter = Counter()
@@ -232,7 +233,7 @@ class ContactPipeline:
         return self.estimates()
 
     def estimates(self) -> list[ContactEstimate]:
-        return [self.monitors[n].review(est.estimate()) for n, est in self.estimators.items()]
+        return [self.monitors[n].review(est.estimate(), self.recent.window) for n, est in self.estimators.items()]
 
     def report(self, estimates: list[ContactEstimate]) -> TickReport:
         """``estimates`` with the pipeline state they are published with."""
@@ -340,8 +341,11 @@ class ContactPipeline:
             # the appended datum carried in from the previous chunk, NaN for none)
             after = np.append(block.datum, datum_before)[_cumulative(paired_tick, n_ticks) - 1]
             datum = [self._datum_value(None if np.isnan(d) else d) for d in after.tolist()]
-        per_estimator = [[self.monitors[n].review(e) for e in update_and_report(est, block.samples, used)]
-                         for n, est in self.estimators.items()]
+        reports = {n: update_and_report(est, block.samples, used) for n, est in self.estimators.items()}
+        windows = [lambda c=c: self.recent.window(block.samples.slice(slice(0, c))) for c in used.tolist()]
+        per_estimator = [[self.monitors[n].review(e, w) for e, w in zip(ests, windows)]
+                         for n, ests in reports.items()]
+        self.recent.extend(block.samples)
         return [TickReport(list(ests), used_before + n, d, self._t0_ns, self.wrench_frame)
                 for ests, n, d in zip(zip(*per_estimator), used.tolist(), datum)]
 
@@ -364,6 +368,7 @@ class ContactPipeline:
             est.reset()
         for monitor in self.monitors.values():
             monitor.reset()
+        self.recent.clear()
         if gates:
             self.wrench_gate.reset()
             self.disp_gate.reset()
@@ -473,6 +478,7 @@ class ContactPipeline:
     def _update(self, samples: ContactSamples) -> None:
         for est in self.estimators.values():
             est.update(samples)
+        self.recent.extend(samples)
 
     def _datum_track(self, force: np.ndarray, coord: np.ndarray) -> np.ndarray:
         """Datum per sample (NaN out of contact in 'onset' mode: before onset and from a loss on).
