@@ -33,7 +33,7 @@ def stacked_rank(Y: np.ndarray, scale: np.ndarray, rtol: float = 1e-9) -> RankRe
     """Rank and null space of Y (N, m, n) stacked to (N m, n), columns scaled by ``scale`` (nominal |theta|)."""
     A = Y.reshape(-1, Y.shape[-1]) * scale
     A = A[np.isfinite(A).all(axis=1)]
-    _, s, Vt = np.linalg.svd(A, full_matrices=True)
+    _, s, Vt = np.linalg.svd(A, full_matrices=False) if len(A) >= A.shape[1] else np.linalg.svd(A, full_matrices=True)
     s_full = np.zeros(Y.shape[-1])
     s_full[:len(s)] = s
     tol = rtol * (s_full[0] if s_full[0] > 0 else 1.0)
