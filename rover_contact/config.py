@@ -20,6 +20,10 @@ COMMON: list[ParamSpec] = [
               'RCP-like), rover_osr_like_roles.yaml (Open-Source-Rover-like rocker-bogie).', check=_nonempty),
     ParamSpec('urdf_path', '', "URDF overriding the role map's urdf ('' = the role map's). A URDF that lacks a "
               'mapped joint stops the node with the joint names.'),
+    ParamSpec('robot_description_topic', '', "std_msgs/String URDF topic (transient local), e.g. "
+              "'/robot_description': when a description arrives the model is rebuilt from it with the role map of "
+              "model_yaml (a description without the mapped joints is rejected with the reason and the previous "
+              "model kept). '' = use the role map's URDF only."),
     ParamSpec('joint_states_topic', '/joint_states', 'sensor_msgs/JointState input: positions and velocities of '
               'every joint of the model (extra names are ignored and counted).'),
     ParamSpec('odom_topic', '/odom', 'nav_msgs/Odometry input: base pose in a gravity-levelled frame (z up) and '

@@ -49,6 +49,16 @@ def load_model(params: dict) -> RoverModel:
         raise ConfigError(f'rover model: {exc}') from None
 
 
+def model_from_urdf(params: dict, urdf_xml: str) -> RoverModel:
+    """RoverModel from a robot_description URDF text and the role map of ``model_yaml``; ConfigError if the
+    URDF does not parse or lacks a mapped joint."""
+    try:
+        roles, _ = load_roles(str(resolve_config_path(params['model_yaml'])))
+        return RoverModel(urdf_xml, roles)
+    except (ModelError, OSError) as exc:
+        raise ConfigError(f'robot_description: {exc}') from None
+
+
 @dataclass
 class Hypothesis:
     """A validated obstacle hypothesis: contact angle β [rad], impacting wheels, distance [m] (NaN unknown)."""

@@ -216,3 +216,43 @@ def test_launch_file_names_installed_executables_and_configs(executable):
     assert (ROOT / 'config' / f'{executable}.yaml').is_file()
     assert (Path(sys.prefix) / 'lib' / 'contact_dynamics' / executable).is_file()
     assert (Path(sys.prefix) / 'share' / 'contact_dynamics' / 'launch' / 'rover_contact.launch.py').is_file()
+
+
+def test_robot_description_rebuilds_model_or_is_rejected(rover):
+    from std_msgs.msg import String
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    model, q, v = rover
+    names = model.joint_names
+    jp = model.joint_positions(q)
+    node = start_node('rover_contact.impact.node', '-p', 'robot_description_topic:=/robot_description',
+                      '-p', 'max_state_age_s:=1.0')
+    rclpy.init()
+    listener = Listener({OUT: ImpactIndicator, '/diagnostics': DiagnosticArray})
+    pub_node = Node('rover_desc_pub')
+    try:
+        qos = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        desc = pub_node.create_publisher(String, '/robot_description', qos)
+        js = pub_node.create_publisher(JointState, '/joint_states', 10)
+        od = pub_node.create_publisher(Odometry, '/odom', 10)
+        wait_matched([desc, js, od], timeout=30)
+        desc.publish(String(data=(ROOT / 'config' / 'rover_osr_like.urdf').read_text()))   # lacks PR joints
+        assert listener.wait_for(lambda: 'no joint' in _diag(listener, 'impact_indicator: robot_description')
+                                 .get('message', ''), 15)
+        assert _diag(listener, 'impact_indicator: robot_description')['level'] == b'\x02'
+        desc.publish(String(data=(ROOT / 'config' / 'rover_pr3d.urdf').read_text()))
+        end = time.monotonic() + 3.0
+        while time.monotonic() < end and not listener.get(OUT):
+            js.publish(_js(pub_node, names, [jp[n] for n in names], [v[model.idx_v[n]] for n in names]))
+            od.publish(_odom(pub_node, q, v))
+            time.sleep(0.05)
+        assert listener.wait_for(lambda: len(listener.get(OUT)) > 0, 5)
+        assert listener.wait_for(lambda: 'latest robot_description' in _diag(
+            listener, 'impact_indicator: robot_description').get('message', ''), 5)
+        assert _diag(listener, 'impact_indicator: robot_description')['level'] == b'\x00'
+        assert node.poll() is None
+    finally:
+        pub_node.destroy_node()
+        listener.close()
+        rclpy.shutdown()
+        out = stop(node)
+    assert 'Traceback' not in out, out

@@ -13,7 +13,12 @@ from sensor_msgs.msg import JointState
 
 from contact_dynamics.msg import ImpactIndicator, ObstacleHypothesis
 from contact_dynamics_common.node import ERROR, OK, WARN, EstimatorNode, RateMeter, output_qos, run, sensor_qos, status
+from contact_dynamics_common.params import ConfigError
 from contact_dynamics_common.rosfill import fill
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import String
+
+from ..inputs import model_from_urdf
 
 from ..ros_io import push_joint_state_msg, push_obstacle_msg, push_odometry_msg
 from .config import NODE_NAME, PARAMS
@@ -27,6 +32,8 @@ class ImpactIndicatorNode(EstimatorNode):
         super().__init__(NODE_NAME, PARAMS, **kwargs)
         self.pipeline: ImpactPipeline | None = None
         self.pub = None
+        self.description_error = ''
+        self.description_state = "waiting for robot_description (using the role map's URDF)"
         self.rates = {'joint_states': RateMeter(), 'odometry': RateMeter(), 'obstacle': RateMeter()}
         self._logged = ''
 
@@ -38,10 +45,25 @@ class ImpactIndicatorNode(EstimatorNode):
             self.create_subscription(JointState, p['joint_states_topic'], self._on_js, sensor_qos(d))
             self.create_subscription(Odometry, p['odom_topic'], self._on_odom, sensor_qos(d))
             self.create_subscription(ObstacleHypothesis, p['obstacle_topic'], self._on_obstacle, sensor_qos(10))
+            if p['robot_description_topic']:
+                self.create_subscription(String, p['robot_description_topic'], self._on_description, QoSProfile(
+                    depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL))
             self.pub = self.create_lifecycle_publisher(ImpactIndicator, '~/impact_indicator', output_qos())
         m = self.pipeline.model
         self.get_logger().info(f"model '{m.roles.model_name}' ({m.nv} DOF, {len(m.wheel_names)} wheels), "
                                f"ground_mode {p['ground_mode']}, {p['publish_rate']:g} Hz")
+
+    def _on_description(self, msg) -> None:
+        try:
+            model = model_from_urdf(self.params, msg.data)
+        except ConfigError as exc:
+            self.description_error = str(exc)
+            self.get_logger().error(f'{exc}; keeping the previous model')
+            return
+        self.pipeline = ImpactPipeline(self.params, model)
+        self.description_error = ''
+        self.description_state = 'model built from the latest robot_description'
+        self.get_logger().info(f"model rebuilt from robot_description ({model.nv} DOF)")
 
     def _on_js(self, msg) -> None:
         if self.active:
@@ -92,6 +114,9 @@ class ImpactIndicatorNode(EstimatorNode):
         if inp.counts['joint_missing'] and not inp.counts['joint_states_accepted']:
             level, msg = ERROR, inp.last_error
         out.append(status(f'{name}: indicator', level, msg, values))
+        if self.params['robot_description_topic']:
+            out.append(status(f'{name}: robot_description', ERROR if self.description_error else OK,
+                              self.description_error or self.description_state, {}))
         inp = self.pipeline.inputs
         bad = {k: v for k, v in inp.counts.items() if k.startswith(('joint_', 'odometry_', 'obstacle_', 'stale'))
                and not k.endswith('accepted')}

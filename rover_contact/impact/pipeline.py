@@ -14,9 +14,9 @@ from .messages import indicator_fields
 
 
 class ImpactPipeline:
-    def __init__(self, params: dict):
+    def __init__(self, params: dict, model=None):
         self.params = params
-        self.model = load_model(params)
+        self.model = model if model is not None else load_model(params)
         wheels = [w for w in params['contact_wheels_default'] if w]
         self.inputs = RoverInputs(self.model, params['max_state_age_s'], wheels)
         self.last_status = 'waiting for inputs'

@@ -16,7 +16,12 @@ from contact_dynamics.msg import ObstacleHypothesis, PostureCandidateArray, Post
 from contact_dynamics.srv import EvaluatePostures
 from contact_dynamics_common.msgconv import stamp_to_ns
 from contact_dynamics_common.node import ERROR, OK, WARN, EstimatorNode, RateMeter, output_qos, run, sensor_qos, status
+from contact_dynamics_common.params import ConfigError
 from contact_dynamics_common.rosfill import fill
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import String
+
+from ..inputs import model_from_urdf
 
 from ..ros_io import push_joint_state_msg, push_obstacle_msg, push_odometry_msg
 from .config import NODE_NAME, PARAMS
@@ -40,6 +45,8 @@ class PostureEvaluatorNode(EstimatorNode):
         super().__init__(NODE_NAME, PARAMS, **kwargs)
         self.pipeline: PosturePipeline | None = None
         self.pub = None
+        self.description_error = ''
+        self.description_state = "waiting for robot_description (using the role map's URDF)"
         self.rates = {'joint_states': RateMeter(), 'odometry': RateMeter(), 'obstacle': RateMeter()}
         self.service_calls = 0
         self.service_errors = 0
@@ -53,10 +60,25 @@ class PostureEvaluatorNode(EstimatorNode):
             self.create_subscription(Odometry, p['odom_topic'], self._on_odom, sensor_qos(d))
             self.create_subscription(ObstacleHypothesis, p['obstacle_topic'], self._on_obstacle, sensor_qos(10))
             self.create_subscription(PostureCandidateArray, p['candidates_topic'], self._on_candidates, 10)
+            if p['robot_description_topic']:
+                self.create_subscription(String, p['robot_description_topic'], self._on_description, QoSProfile(
+                    depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL))
             self.pub = self.create_lifecycle_publisher(PostureEvaluation, '~/posture_evaluation', output_qos())
             self.create_service(EvaluatePostures, '~/evaluate_postures', self._on_evaluate)
         self.get_logger().info(f"model '{self.pipeline.model.roles.model_name}', {len(self.pipeline.grid)} grid "
                                f"candidates, ground_mode {p['ground_mode']}")
+
+    def _on_description(self, msg) -> None:
+        try:
+            model = model_from_urdf(self.params, msg.data)
+        except ConfigError as exc:
+            self.description_error = str(exc)
+            self.get_logger().error(f'{exc}; keeping the previous model')
+            return
+        self.pipeline = PosturePipeline(self.params, model)
+        self.description_error = ''
+        self.description_state = 'model built from the latest robot_description'
+        self.get_logger().info(f"model rebuilt from robot_description ({model.nv} DOF)")
 
     def _on_js(self, msg) -> None:
         if self.active:
@@ -129,6 +151,9 @@ class PostureEvaluatorNode(EstimatorNode):
         if inp.last_error and level == OK:
             level, msg = WARN, f'{msg}; last input error: {inp.last_error}'
         out.append(status(f'{name}: evaluator', level, msg, values))
+        if self.params['robot_description_topic']:
+            out.append(status(f'{name}: robot_description', ERROR if self.description_error else OK,
+                              self.description_error or self.description_state, {}))
         inp = self.pipeline.inputs
         bad = {k: v for k, v in inp.counts.items() if k.startswith(('joint_', 'odometry_', 'obstacle_', 'stale'))
                and not k.endswith('accepted')}

@@ -22,9 +22,9 @@ def _per_joint(values: list, n: int, name: str) -> list:
 
 
 class PosturePipeline:
-    def __init__(self, params: dict):
+    def __init__(self, params: dict, model=None):
         self.params = p = params
-        self.model = load_model(p)
+        self.model = model if model is not None else load_model(p)
         wheels = [w for w in p['contact_wheels_default'] if w]
         self.inputs = RoverInputs(self.model, p['max_state_age_s'], wheels)
         self.evaluator = PostureEvaluator(self.model, p['ground_mode'], p['rolling_constraint'],
