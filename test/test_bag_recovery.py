@@ -305,3 +305,29 @@ def test_split_recording_with_a_cut_last_file_and_a_missing_one(bags, tmp_path):
     assert rec.damage[0].file == 'split_4.mcap' and rec.damage[0].kind == 'missing'
     assert rec.messages == len(got) - len(parts[4])
     assert list(reader.raw_messages()) == [m for i, m in enumerate(got) if i not in set(parts[4].tolist())]
+
+
+def test_a_bag_written_by_another_mcap_writer_recovers_too(bags, tmp_path):
+    """rosbags' rosbag2 MCAP writer (its own record layout: one large chunk here) cut by a power loss."""
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.typesys import Stores, get_typestore
+
+    _, _, order, _ = bags['zstd']
+    store = get_typestore(Stores.ROS2_KILTED)
+    with Writer(tmp_path / 'rb', version=9, storage_plugin=StoragePlugin.MCAP) as w:
+        conns = {}
+        for topic, type_name, t, data in order:
+            if topic not in conns:
+                conns[topic] = w.add_connection(topic, type_name, typestore=store)
+            w.write(conns[topic], t, data)
+    assert list(BagReader(tmp_path / 'rb').raw_messages()) == order
+    data = (tmp_path / 'rb' / 'rb.mcap').read_bytes()
+    ends = payload_ends(data, order)                      # rosbags writes its chunks uncompressed
+    for frac in (0.25, 0.75):
+        cut = int(len(data) * frac)
+        bag = tmp_path / f'rb{frac}'
+        shutil.copytree(tmp_path / 'rb', bag)
+        (bag / 'rb.mcap').write_bytes(data[:cut])
+        reader = BagReader(bag)
+        got = list(reader.raw_messages())
+        assert got == order[:int(np.sum(ends <= cut))] and reader.recovery.messages == len(got) > 0
