@@ -1,7 +1,8 @@
 """impact_indicator: effective kinetic energy of impact T_c, effective mass and time to contact (ROS 2 glue).
 
 Subscribes  joint_states_topic (sensor_msgs/JointState), odom_topic (nav_msgs/Odometry),
-            obstacle_topic (contact_dynamics/ObstacleHypothesis); sensor-data QoS.
+            obstacle_topic (contact_dynamics/ObstacleHypothesis); sensor-data QoS;
+            robot_description_topic (std_msgs/String, transient local) when set.
 Publishes   ~/impact_indicator (contact_dynamics/ImpactIndicator) at publish_rate, /diagnostics.
 Services    ~/reset (forget inputs), lifecycle services.
 Callbacks validate and keep the latest sample; the evaluation runs on the timer (ImpactPipeline).

@@ -1,6 +1,7 @@
 """posture_evaluator: anticipatory posture ranking before an impact (ROS 2 glue).
 
-Subscribes  joint_states_topic, odom_topic, obstacle_topic (as impact_indicator), candidates_topic
+Subscribes  joint_states_topic, odom_topic, obstacle_topic, robot_description_topic (as impact_indicator),
+            candidates_topic
             (contact_dynamics/PostureCandidateArray, optional: replaces the parameter grid).
 Publishes   ~/posture_evaluation (contact_dynamics/PostureEvaluation; candidates best first) on a new
             obstacle hypothesis or while the time to contact < horizon_s; /diagnostics.
