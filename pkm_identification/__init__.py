@@ -1,6 +1,8 @@
-"""pkm_identification: online identification of inertia and friction of parallel kinematic machines
-(Stewart-Gough hexapods) with an unscented Kalman filter (spec ../shared/specs/oh_pkm_ukf.md).
+"""pkm_identification: online identification of the inertia and strut friction of parallel kinematic machines
+(Stewart-Gough hexapods) with a parameter unscented Kalman filter (spec ../shared/specs/oh_pkm_ukf.md, Oh 2003).
 
-Not implemented yet: its issue comes after the Foundation; it will reuse contact_dynamics_common (node
-base, bag replay) and publish contact_dynamics/ParameterEstimate.
+ROS-free modules: geometry (machine YAML), kinematics, dynamics (13-body regressor, energy model, forward
+dynamics), ukf, ls, identifiability, trajectories, records, estimation, excitation; the node pkm_identifier
+(node.py) and its offline twin for run-bag (offline.py) share pipeline.py; report.py and simulate.py are the
+`contact-dynamics pkm-identify` and `simulate pkm` commands.
 """

@@ -1,6 +1,6 @@
 """What pkm_identification offers to the shared tools (contact_dynamics_common.registry); listed in
 resource/contact_dynamics_plugins."""
-from contact_dynamics_common.registry import Command, OfflineNodeSpec, Plugin, Simulator
+from contact_dynamics_common.registry import Command, Demo, OfflineNodeSpec, Plugin, Simulator
 
 _P = 'pkm_identification'
 
@@ -37,5 +37,8 @@ PLUGIN = Plugin(
                         config_header=PKM_IDENTIFIER_HEADER, config_values={'prior_scale': 0.8, 'measurement_std': 0.1,
                                                                     'derivative_half_window': 1},
                         summary=f'{_P}.messages:summary_line'),
+    ),
+    demos=(
+        Demo('pkm', f'{_P}.demo:main', 'simulate a hexapod (xy, multisine), identify it offline, print vs truth'),
     ),
 )
