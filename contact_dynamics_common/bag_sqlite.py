@@ -228,12 +228,18 @@ class Db3File:
         return {}
 
     def verify(self) -> None:
+        """sqlite's own integrity check; a damage already found (and read around) is not checked again."""
+        if self.damage:
+            return
         try:
             problems = [r[0] for r in self._db.execute('PRAGMA quick_check')]
         except sqlite3.DatabaseError as e:
             problems = [str(e)]
         if problems != ['ok']:
-            raise BagError(f'{self.path}: sqlite3 integrity check failed: {problems[:3]}')
+            if not self.recover:
+                raise BagError(f'{self.path}: sqlite3 integrity check failed: {problems[:3]}')
+            self.damage[0] = Damage(self.path.name, 0, 'corrupt', f'sqlite3 integrity check failed: '
+                                    f'{"; ".join(problems[:3])}')
 
     def _payload(self, data: bytes) -> bytes:
         return self._decompress.decompress(data) if data[:4] == _ZSTD_MAGIC else data
