@@ -105,3 +105,64 @@ def test_simulate_and_sweep_commands(tmp_path):
     text = (tmp_path / 'sweep' / 'sweep.csv').read_text().splitlines()
     assert len(text) == 3 and 'f_max_hunt_crossley_N' in text[0]
     assert (tmp_path / 'sweep' / 'tc_fmax_beta.png').stat().st_size > 1000
+
+
+def test_t6_monotone_on_3d_random_configurations(model):
+    """T6 on the 3-D model: extra lock or ground rows never lower T_c, for random q and q̇."""
+    import pinocchio as pin
+    rng = np.random.default_rng(7)
+    for _ in range(40):
+        q = pin.randomConfiguration(model.model, -0.5 * np.ones(model.model.nq), 0.5 * np.ones(model.model.nq))
+        v = rng.normal(size=model.nv)
+        M = model.mass_matrix(q)
+        lam = model.contact_rows(q, WHEELS, n_in_ros(rng.uniform(0.2, np.pi / 2)))
+        T = 0.5 * v @ M @ v
+        base = t_c(M, lam, v)
+        extra = model.ground_rows(q, ['middle_left', 'rear_right'])
+        lock = np.zeros((1, model.nv))
+        lock[0, model.idx_v['left_bogie_joint']] = 1.0
+        for rows in (extra, lock, np.vstack([extra, lock, model.mech_rows()])):
+            assert t_c(M, np.vstack([rows, lam]), v) >= base - 1e-12 * T
+
+
+def _pipeline_inputs(pl, model, t_ns, obstacle=None):
+    q, v = approach_state(model, 0.07)
+    names = model.joint_names
+    jp = model.joint_positions(q)
+    pl.inputs.push_joint_state(t_ns, names, [jp[n] for n in names], [v[model.idx_v[n]] for n in names])
+    pl.inputs.push_odometry(t_ns, q[0:3], q[3:7], v[0:3], v[3:6])
+    if obstacle is not None:
+        pl.inputs.push_obstacle(t_ns, 'odom', (0, 0, 0), obstacle[0], 0.0, obstacle[1], [], False)
+    return q, v
+
+
+def test_impact_pipeline_virtual_walls_without_obstacle(model):
+    from contact_dynamics_common.params import validate_all
+    from rover_contact.impact.config import PARAMS
+    from rover_contact.impact.indicator import evaluate
+    from rover_contact.impact.pipeline import ImpactPipeline
+    pl = ImpactPipeline(validate_all(PARAMS, {'ground_mode': 'free'}))
+    q, v = _pipeline_inputs(pl, model, 10**9)
+    f = pl.step(10**9)
+    worst = max(evaluate(model, q, v, np.deg2rad(b), WHEELS, 'free').free.t_c for b in range(10, 91, 10))
+    assert f['t_c'] == pytest.approx(worst, rel=1e-12) and 'virtual wall' in f['status']
+    assert f['beta_rad'][0] == pytest.approx(np.deg2rad(60))          # T5: the largest of the 10-degree grid
+    assert f['time_to_contact'] == float('inf')
+
+
+def test_posture_pipeline_triggers(model):
+    from contact_dynamics_common.params import validate_all
+    from rover_contact.posture.config import PARAMS
+    from rover_contact.posture.pipeline import PosturePipeline
+    pl = PosturePipeline(validate_all(PARAMS, {'ground_mode': 'free', 'posture_grid_min': [-0.2],
+                                               'posture_grid_max': [0.2], 'posture_grid_steps': [5],
+                                               'horizon_s': 2.0}))
+    assert len(pl.grid) == 5
+    _pipeline_inputs(pl, model, 10**9)
+    assert pl.step(10**9) is None                                   # no obstacle yet
+    _pipeline_inputs(pl, model, 10**9, obstacle=(np.pi / 2, 1.0))   # new hypothesis, 14 s away
+    f = pl.step(10**9)
+    assert f is not None and f['candidates'][0]['positions'] == [pytest.approx(0.2)]   # T7: highest CoM at 90°
+    assert pl.step(10**9) is None                                   # same hypothesis, beyond the horizon
+    _pipeline_inputs(pl, model, 10**9 + 1, obstacle=(np.pi / 2, 0.1))   # 1.4 s away: inside the horizon
+    assert pl.step(10**9 + 1) is not None and pl.step(10**9 + 1) is not None
