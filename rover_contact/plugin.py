@@ -1,6 +1,6 @@
 """What rover_contact offers to the shared tools (contact_dynamics_common.registry); listed in
 resource/contact_dynamics_plugins."""
-from contact_dynamics_common.registry import Command, OfflineNodeSpec, Plugin, Simulator
+from contact_dynamics_common.registry import Command, Demo, OfflineNodeSpec, Plugin, Simulator
 
 _HEADER = """\
 # {node}: {what}
@@ -40,5 +40,9 @@ PLUGIN = Plugin(
                                                      what='ranking of candidate postures before an expected impact.'),
                         config_values={'posture_grid_min': [-0.2], 'posture_grid_max': [0.2],
                                        'posture_grid_steps': [5]}),
+    ),
+    demos=(
+        Demo('rover', 'rover_contact.validation.demo:main',
+             'simulate a rover approaching a 60 deg face, run impact_indicator and posture_evaluator offline, print vs truth'),
     ),
 )

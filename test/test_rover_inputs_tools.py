@@ -166,3 +166,10 @@ def test_posture_pipeline_triggers(model):
     assert pl.step(10**9) is None                                   # same hypothesis, beyond the horizon
     _pipeline_inputs(pl, model, 10**9 + 1, obstacle=(np.pi / 2, 0.1))   # 1.4 s away: inside the horizon
     assert pl.step(10**9 + 1) is not None and pl.step(10**9 + 1) is not None
+
+
+def test_demo_rover(tmp_path, capsys):
+    from rover_contact.validation.demo import main
+    assert main(tmp_path) == 0
+    out = capsys.readouterr().out
+    assert '192.1210' in out and '203.2807' in out
