@@ -111,3 +111,26 @@ def flags(names, theta, std, excitation, active, never=None, converged_rel: floa
         else:
             out.append(CONVERGING)
     return out
+
+
+def twelve_parameter_form(cad12, names, values, flags_) -> dict:
+    """The estimate mapped back to the dissertation's 12 parameters (spec 3.8 implementation rule).
+
+    Axial strut inertias (Iyyb, Iyye) never enter the forces and keep their CAD values; the B/E split of the
+    transverse strut inertias is not observable, so Ix_s and Iz_s are split in the CAD proportion. Those are
+    flagged ``never_identifiable`` (their sums carry the flag of Ix_s / Iz_s).
+    """
+    from .geometry import INERTIA_NAMES_12
+    cad = dict(zip(INERTIA_NAMES_12, np.asarray(cad12, float)))
+    v = dict(zip(names, values))
+    f = dict(zip(names, flags_))
+    out = {}
+    for n in ('m_e', 'm_b', 'm_p', 'Ixxp', 'Iyyp', 'Izzp'):
+        out[n] = {'value': float(v[n]), 'flag': f[n]}
+    for axis, total in (('xx', 'Ix_s'), ('zz', 'Iz_s')):
+        b, e = cad[f'I{axis}b'], cad[f'I{axis}e']
+        out[f'I{axis}b'] = {'value': float(v[total] * b / (b + e)), 'flag': NEVER, 'note': f'split of {total} ({f[total]}) in the CAD proportion'}
+        out[f'I{axis}e'] = {'value': float(v[total] * e / (b + e)), 'flag': NEVER, 'note': f'split of {total} ({f[total]}) in the CAD proportion'}
+    for n in ('Iyyb', 'Iyye'):
+        out[n] = {'value': float(cad[n]), 'flag': NEVER, 'note': 'axial strut inertia: zero regressor column (no strut spin); CAD value'}
+    return {n: out[n] for n in INERTIA_NAMES_12}

@@ -26,21 +26,25 @@ from contact_dynamics_common.node import ERROR, OK, WARN, EstimatorNode, RateMet
 from contact_dynamics_common.rosfill import fill
 
 from .config import NODE_NAME, PARAMS
+from .identifiability import twelve_parameter_form
 from .messages import publications
 from .pipeline import MODEL, PkmEstimate, PkmPipeline
 
 TYPES = {'~/parameters': ParameterEstimate, '~/platform_inertia': InertiaStamped, '~/predicted_effort': JointState}
 
 
-def estimate_yaml(est: PkmEstimate, params: dict) -> dict:
-    """The estimate as a plain mapping (for ~/save)."""
+def estimate_yaml(est: PkmEstimate, params: dict, cad12=None) -> dict:
+    """The estimate as a plain mapping (for ~/save), with the 12-parameter form when ``cad12`` is given."""
+    extra = {}
+    if cad12 is not None:
+        extra['twelve_parameter_form'] = twelve_parameter_form(cad12, est.names, est.values, est.flags)
     return {'model': MODEL, 'machine': params['machine'], 'frame_id': params['frame_id'],
             'stamp_ns': int(est.stamp_ns), 'samples_used': int(est.samples_used),
             'saved_utc': datetime.datetime.now(datetime.timezone.utc).isoformat(),
             'valid': bool(est.valid), 'status': est.status, 'warnings': list(est.warnings),
             'parameters': {n: {'value': float(v), 'std': float(s), 'unit': u, 'flag': f}
                            for n, v, s, u, f in zip(est.names, est.values, est.std, est.units, est.flags)},
-            'names': list(est.names), 'covariance': np.asarray(est.covariance).tolist()}
+            'names': list(est.names), 'covariance': np.asarray(est.covariance).tolist(), **extra}
 
 
 class PkmIdentifierNode(EstimatorNode):
@@ -115,7 +119,8 @@ class PkmIdentifierNode(EstimatorNode):
         path = self.params['save_path']
         try:
             with open(path, 'w', encoding='utf-8') as f:
-                yaml.safe_dump(estimate_yaml(self.latest, self.params), f, sort_keys=False)
+                yaml.safe_dump(estimate_yaml(self.latest, self.params, self.pipeline.machine.theta12()), f,
+                               sort_keys=False)
         except OSError as exc:
             response.success, response.message = False, f'cannot write {path}: {exc}'
             return response

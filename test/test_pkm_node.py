@@ -156,6 +156,9 @@ def test_live_node_converges_and_equals_run_bag(tmp_path, ros_context):
     saved = yaml.safe_load(save.read_text())
     assert saved['parameters']['m_p']['flag'] == 'identified'
     assert abs(saved['parameters']['m_p']['value'] / truth['m_p'] - 1) < 1e-3
+    twelve = saved['twelve_parameter_form']
+    assert twelve['Iyye']['flag'] == twelve['Ixxb']['flag'] == 'never_identifiable'
+    assert twelve['Ixxb']['value'] + twelve['Ixxe']['value'] == pytest.approx(saved['parameters']['Ix_s']['value'])
 
 
 @pytest.mark.ros
