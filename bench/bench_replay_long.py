@@ -6,8 +6,9 @@ The bags (1-DOF Kelvin-Voigt contact, 1 kHz WrenchStamped + 1 kHz JointState, co
 simulator) are written once into ``out/bench_replay/kv1khz_<seconds>s`` and reused. Each duration is
 replayed in a fresh subprocess (RLS + sliding-window GLS, config/contact_estimator.yaml, --publish-rate Hz)
 writing every estimate to an output bag, exactly as ``contact-dynamics run-bag BAG --config ... --out ...``;
-the child reports its wall time split into read/decode, estimation and writing (``ReplayResult.timing``)
-and its peak RSS (getrusage ru_maxrss). Then, on the longest bag, ``rosbags`` (rosbag2 Reader +
+the child reports its wall time split into read/decode, estimation and writing (``ReplayResult.timing``),
+its CPU time (on a shared machine, bag seconds per CPU second is the steadier figure) and its peak RSS
+(getrusage ru_maxrss). Then, on the longest bag, ``rosbags`` (rosbag2 Reader +
 typestore deserialize_cdr) and ``mcap_ros2`` (read_ros2_messages) decode the same two topics message by
 message for at most --peer-seconds each; their messages/s are printed beside ours.
 
@@ -61,19 +62,19 @@ def child(bag: str, publish_rate: float, chunk_s: float) -> None:
         cfg_path = Path(tmp) / 'cfg.yaml'
         cfg_path.write_text(yaml.safe_dump(cfg))
         rss_start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), time.process_time()
         reader = BagReader(bag)
         nodes = load_offline_nodes(cfg_path)
         writer = BagWriter(Path(tmp) / 'out')
         result = replay(reader, nodes, writer, chunk_s=chunk_s, max_kept=RUN_BAG_KEPT)
         t_close = time.perf_counter()
         writer.close()
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
         timing = dict(result.timing)
         timing['write'] += time.perf_counter() - t_close
         timing['setup'] = wall - sum(timing.values())
         last = result.outputs['/contact_estimator/gls/estimate'][-1][1]
-        print(json.dumps({'wall': wall, 'timing': timing, 'bag_s': result.bag_duration_s,
+        print(json.dumps({'wall': wall, 'cpu': cpu, 'timing': timing, 'bag_s': result.bag_duration_s,
                           'messages': result.input_messages, 'outputs': sum(result.counts.values()),
                           'chunks': result.chunks, 'rss_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                           'rss_start_mb': rss_start / 1024,
@@ -122,7 +123,8 @@ def main() -> int:
     print(f'run-bag, RLS + GLS at {args.publish_rate:g} Hz, output bag written, one fresh process per bag '
           f'(shared 2-core machine: figures are noisy)')
     print(f"{'bag':>8s} {'messages':>10s} {'wall s':>7s} {'x real time':>11s} {'msg/s':>10s} {'read s':>7s} "
-          f"{'estim s':>7s} {'write s':>7s} {'setup s':>7s} {'peak RSS MB':>11s} {'chunks':>6s}  final GLS k, b")
+          f"{'estim s':>7s} {'write s':>7s} {'setup s':>7s} {'CPU s':>6s} {'x per CPU':>9s} {'peak RSS MB':>11s} "
+          f"{'chunks':>6s}  final GLS k, b")
     ours = None
     for seconds, bag in zip(args.durations, bags):
         out = subprocess.run([sys.executable, __file__, '--child', str(bag), '--publish-rate', str(args.publish_rate),
@@ -134,7 +136,7 @@ def main() -> int:
         tm = r['timing']
         print(f"{seconds:7g}s {r['messages']:10d} {r['wall']:7.2f} {r['bag_s'] / r['wall']:10.0f}x "
               f"{r['messages'] / r['wall']:10.0f} {tm['read']:7.2f} {tm['estimate']:7.2f} {tm['write']:7.2f} "
-              f"{tm['setup']:7.2f} {r['rss_mb']:11.0f} {r['chunks']:6d}  {r['gls'][0]:.1f}, {r['gls'][1]:.2f}"
+              f"{tm['setup']:7.2f} {r['cpu']:6.2f} {r['bag_s'] / r['cpu']:8.0f}x {r['rss_mb']:11.0f} {r['chunks']:6d}  {r['gls'][0]:.1f}, {r['gls'][1]:.2f}"
               f"{'' if r['gls'][2] else ' (not valid)'}")
         ours = r
     if args.peer_seconds > 0 and ours is not None:

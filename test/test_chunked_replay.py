@@ -251,3 +251,27 @@ def test_thinned_outputs_keep_counts_and_the_latest(clean, tmp_path):
         idx = [stamps.index(t) for t, _ in kept[:-1]]
         steps = set(np.diff(idx).tolist())
         assert idx[0] == 0 and len(steps) == 1 and len(kept) >= 8      # evenly spaced from the first
+
+
+def test_streamed_reading_memory_does_not_grow_with_the_bag(tmp_path):
+    """Peak traced memory of reading in 1 s windows: a 3x longer bag needs the same (whole columns: ~3x). What
+    a window holds is bounded by the MCAP chunks (1 MB, ~18 s here) that reach into it."""
+    import tracemalloc
+
+    def peak(fn):
+        tracemalloc.start()
+        fn()
+        out = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        return out
+
+    peaks = {}
+    for seconds in (60.0, 180.0):
+        bag = write_bag(KelvinVoigt1Dof(duration=seconds, rate=250.0, seed=26), tmp_path / f'b{seconds:g}')
+        reader = BagReader(bag)
+        ends = list(range(reader.start_ns + 10**9, reader.end_ns + 10**9, 10**9))
+        streamed = peak(lambda: [None for _ in reader.iter_column_chunks(['/wrench', '/joint_states'], ends)])
+        whole = peak(lambda: reader.columns_many(['/wrench', '/joint_states']))
+        peaks[seconds] = streamed, whole
+    assert peaks[180.0][1] > 2.5 * peaks[60.0][1], peaks       # whole-record columns grow with the bag
+    assert peaks[180.0][0] < 1.05 * peaks[60.0][0], peaks      # streamed windows do not
