@@ -40,7 +40,7 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(0)
     import os
     print(f'shared machine: figures are noisy (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)')
-    for roles in ('rover_pr3d_roles.yaml', 'rover_osr_like_roles.yaml'):
+    for roles in ('rover_pr3d_roles.yaml', 'rover_osr_like_roles.yaml', 'rover_rcp_like_roles.yaml'):
         model = load_model({'model_yaml': roles, 'urdf_path': ''})
         obs = Obstacle(np.deg2rad(70), WHEELS)
         ev = PostureEvaluator(model, ground_mode='free')

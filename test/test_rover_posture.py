@@ -41,7 +41,9 @@ def test_t7_ranking_free_ground(pr3d):
 
 def test_batched_mass_matrix_equals_crba(pr3d, osr):
     rng = np.random.default_rng(0)
-    for m in (pr3d, osr):
+    rcp = RoverModel.from_roles_file('config/rover_rcp_like_roles.yaml')      # 28 bodies
+    assert sum(I.mass > 0 for I in rcp.model.inertias) == 28
+    for m in (pr3d, osr, rcp):
         tree = BatchTree(m)
         for _ in range(3):
             q = pin.randomConfiguration(m.model, -np.ones(m.model.nq), np.ones(m.model.nq))
@@ -50,6 +52,7 @@ def test_batched_mass_matrix_equals_crba(pr3d, osr):
             jp = m.joint_positions(q)
             oR, op, oa = tree.fk(R[None], q[None, :3], np.array([[jp[n] for n in tree.names]]))
             assert np.abs(mass_matrix_crba(tree, oR, op, oa)[0] - m.mass_matrix(q)).max() < 1e-10
+            assert np.abs(m.mass_matrix_assembled(q) - m.mass_matrix(q)).max() < 1e-10
     _ = rng
 
 

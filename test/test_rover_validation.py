@@ -62,7 +62,8 @@ WHEELS = ['front_left', 'front_right']
 
 
 def test_t15_ab_free_interior_max_and_rigid_flat(pr3d):
-    for roles in ('config/rover_pr3d_roles.yaml', 'config/rover_osr_like_roles.yaml'):
+    for roles in ('config/rover_pr3d_roles.yaml', 'config/rover_osr_like_roles.yaml',
+                  'config/rover_rcp_like_roles.yaml'):
         m = pr3d if 'pr3d' in roles else RoverModel.from_roles_file(roles)
         q = m.configuration()
         v = m.rolling_velocity(q, 0.07)
@@ -80,6 +81,8 @@ def test_t15_ab_free_interior_max_and_rigid_flat(pr3d):
             assert rigid[0] * 1e3 == pytest.approx(2 * 101.6404, abs=1e-3)   # = planar T8 flat value
         else:                                          # OSR: the rear wheels are active too; still flat
             assert np.abs(rigid / rigid[0] - 1).max() <= 1e-9
+        if 'rcp' in roles:                             # 28 bodies: the thesis picture (max near 60 deg, flat above)
+            assert 55 <= np.rad2deg(grid[k]) <= 65 and 55 <= np.rad2deg(grid[first]) <= 65
 
 
 def _frozen_inputs(m, beta):

@@ -84,3 +84,52 @@ def osr_like_urdf() -> str:
             s += _link(f'{wheel}_{side}_wheel', _inertial(0.35, (0, 0, 0), 6e-4, 9e-4, 6e-4))
             s += _joint(f'{wheel}_{side}_wheel_joint', 'continuous', parent, f'{wheel}_{side}_wheel', xyz)
     return f'<?xml version="1.0"?>\n<robot name="osr_like">\n{s}</robot>\n'
+
+
+# RCP body CoMs, starboard half, GMDL axes (x forward, y up, z starboard), spec Table 4-1 (front-arm y typo fixed)
+_RCP = {'fw': (0.5349, 0.175, 0.4552), 'mw': (0.0, 0.175, 0.4552), 'rw': (-0.5381, 0.175, 0.4552),
+        'fl': (0.5349, 0.2214, 0.3872), 'ml': (0.0053, 0.2214, 0.3872), 'rl': (-0.5307, 0.2214, 0.4506),
+        'fs': (0.5391, 0.4711, 0.4662), 'ms': (0.0046, 0.4711, 0.4662), 'rs': (-0.5423, 0.4711, 0.4662),
+        'fa': (0.5279, 0.6200, 0.4091), 'ma': (0.0070, 0.6200, 0.4091), 'ra': (-0.5315, 0.6200, 0.4030),
+        'sb': (0.2671, 0.4499, 0.3290), 'rb': (-0.5385, 0.4501, 0.0), 'mb': (-0.0014, 0.8246, 0.0)}
+
+
+def rcp_like_urdf() -> str:
+    """A 28-body RCP-like rover (spec §2.1): main body, two longitudinal side bogies (front + middle wheels),
+    one transverse rear bogie (both rear wheels), and per wheel arm (walking joint), steer (steering joint),
+    leg (leg joint) and wheel (spin), each joint at its child body's CoM from Table 4-1 (GMDL -> ROS:
+    x, −z, y). Masses and inertias are invented (the thesis gives none)."""
+    def ros(p, side):
+        x, y_up, z_lat = p
+        return (x, -z_lat if side == 'right' else z_lat, y_up)
+
+    def rel(a, b):
+        return tuple(ai - bi for ai, bi in zip(a, b))
+
+    s = _link('base_link') + _link('main_body', _inertial(60.0, (0, 0, 0), 4.0, 6.0, 8.0))
+    mb = ros(_RCP['mb'], 'left')
+    s += _joint('main_body_fixed', 'fixed', 'base_link', 'main_body', mb)
+    rb = ros(_RCP['rb'], 'left')
+    s += _link('rear_bogie', _inertial(5.0, (0, 0, 0), 0.3, 0.05, 0.3))
+    s += _joint('rear_bogie_joint', 'revolute', 'base_link', 'rear_bogie', rb, (1, 0, 0), limit=(-0.5, 0.5))
+    for side in ('left', 'right'):
+        sb = ros(_RCP['sb'], side)
+        s += _link(f'{side}_bogie', _inertial(5.0, (0, 0, 0), 0.05, 0.3, 0.3))
+        s += _joint(f'{side}_bogie_joint', 'revolute', 'base_link', f'{side}_bogie', sb, (0, 1, 0), limit=(-0.5, 0.5))
+        for w, bogie, bogie_pos in (('front', f'{side}_bogie', sb), ('middle', f'{side}_bogie', sb),
+                                    ('rear', 'rear_bogie', rb)):
+            k = w[0]
+            arm, steer, leg, wheel = (ros(_RCP[k + c], side) for c in ('a', 's', 'l', 'w'))
+            pre = f'{w}_{side}'
+            s += _link(f'{pre}_arm', _inertial(1.5, (0, 0, 0), 0.01, 0.01, 0.01))
+            s += _joint(f'{pre}_walk_joint', 'revolute', bogie, f'{pre}_arm', rel(arm, bogie_pos), (0, 1, 0),
+                        limit=(-0.8, 0.8))
+            s += _link(f'{pre}_steer', _inertial(1.5, (0, 0, 0), 0.01, 0.01, 0.01))
+            s += _joint(f'{pre}_steer_joint', 'revolute', f'{pre}_arm', f'{pre}_steer', rel(steer, arm), (0, 0, 1),
+                        limit=(-1.0, 1.0))
+            s += _link(f'{pre}_leg', _inertial(2.0, (0, 0, 0), 0.02, 0.02, 0.01))
+            s += _joint(f'{pre}_leg_joint', 'revolute', f'{pre}_steer', f'{pre}_leg', rel(leg, steer), (0, 1, 0),
+                        limit=(-0.5, 0.5))
+            s += _link(f'{pre}_wheel', _inertial(3.0, (0, 0, 0), 0.03, 0.045, 0.03))
+            s += _joint(f'{pre}_wheel_joint', 'continuous', f'{pre}_leg', f'{pre}_wheel', rel(wheel, leg))
+    return f'<?xml version="1.0"?>\n<robot name="rcp_like">\n{s}</robot>\n'
