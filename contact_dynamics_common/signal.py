@@ -64,12 +64,15 @@ def half_window_samples(window_s: float, dt: float) -> int:
     return max(1, int(round(window_s / dt)))
 
 
-def zero_phase_lowpass(y: np.ndarray, rate_hz: float, cutoff_hz: float, order: int = 2) -> np.ndarray:
+def zero_phase_lowpass(y: np.ndarray, rate_hz: float, cutoff_hz: float, order: int = 2,
+                       padlen: int | None = None) -> np.ndarray:
     """Butterworth low-pass run forwards and backwards: zero phase (``scipy.signal.sosfiltfilt``, the
     second-order-section form of ``filtfilt``, numerically safer at low cut-off/rate ratios).
 
     The magnitude is |H|^2 of the designed filter, so the gain at ``cutoff_hz`` is 1/2 (-6 dB, not -3 dB)
     and the roll-off is 2*order poles. Needs more than 3 * (2 * order + 1) samples (edge padding).
+    ``padlen``: samples of odd extension at each end (default scipy's 3 * (2 * sections + 1)); about
+    3 * rate / cutoff keeps the filter's start-up transient out of the record's ends.
     """
     y = np.asarray(y, dtype=np.float64)
     if not 0 < cutoff_hz < rate_hz / 2:
@@ -80,7 +83,9 @@ def zero_phase_lowpass(y: np.ndarray, rate_hz: float, cutoff_hz: float, order: i
     pad = 3 * (2 * len(sos) + 1)
     if y.shape[-1] <= pad:
         raise ValueError(f'signal too short for filtfilt ({y.shape[-1]} <= {pad} samples)')
-    return sosfiltfilt(sos, y, axis=-1)
+    if padlen is None:
+        return sosfiltfilt(sos, y, axis=-1)
+    return sosfiltfilt(sos, y, axis=-1, padlen=int(min(max(padlen, pad), y.shape[-1] - 1)))
 
 
 def differentiate(t: np.ndarray, x: np.ndarray, *, half_window: int, cutoff_hz: float | None = None,

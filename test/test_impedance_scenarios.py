@@ -200,3 +200,32 @@ def test_s7_direction_asymmetry_without_leakage():
     _assert_within(p, rec.oracle)
     b = p.value('damping')[:, KINK_FREE]
     assert np.all(np.abs(b[0] / 11.5 - 1) <= 0.08) and np.all(np.abs(b[1] / 15.0 - 1) <= 0.08), b
+
+
+def test_s1_online_profiler_gives_no_numbers_for_a_single_tone(s1):
+    params = validate_all(PARAMS, {'joint_name': 'slider', 'force_source': 'effort'})
+    p = _stream(ImpedancePipeline(params), s1, int(32 * s1.rate), 800)
+    assert (p.n >= 200).all()
+    assert np.isnan(p.theta).all() and not p.valid.any() and not p.separable.any()
+    assert all('single-tone' in r for row in p.reason for r in row)
+
+
+def test_playback_force_model(s2):
+    p, c = _fit(s2)
+    f = p.force(c.x, c.v, c.a, v_deadband=5e-3)
+    moving = (np.abs(c.v) > 5e-3) & (c.x >= 0) & (c.x <= 0.024)
+    nrmse = np.sqrt(np.mean((f[moving] - c.F[moving]) ** 2)) / np.ptp(c.F[moving])
+    assert nrmse < 0.01, nrmse
+    # inside the deadband the two directions are averaged (no jump of 2 F_c at v = 0)
+    f0 = p.force(np.array([0.005]), np.array([0.0]), np.array([0.0]), v_deadband=1e-3)
+    fp = p.force(np.array([0.005]), np.array([0.002]), np.array([0.0]))
+    fn = p.force(np.array([0.005]), np.array([-0.002]), np.array([0.0]))
+    assert fn[0] < f0[0] < fp[0]
+
+
+def test_quantised_encoder_differentiation_is_filtered(s2):
+    c = condition(s2.t, s2.x_meas, s2.F_meas, s2.a_meas, t_skip=sc.FADE_IN)
+    v_true = s2.v[s2.analysed]
+    assert np.sqrt(np.mean((c.v - v_true) ** 2)) < 0.01 * np.sqrt(np.mean(v_true ** 2))
+    raw = condition(s2.t, s2.x_meas, s2.F_meas, s2.a_meas, t_skip=sc.FADE_IN, filtered=False)
+    assert np.sqrt(np.mean((raw.v - v_true) ** 2)) > 5 * np.sqrt(np.mean((c.v - v_true) ** 2))

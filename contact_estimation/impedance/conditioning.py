@@ -75,9 +75,10 @@ def condition(t, x, F, a=None, *, cutoff_hz: float | None = None, band_hz: float
     band = float(band_hz) if band_hz else excitation_band(x, rate)
     if filtered:
         fc = float(cutoff_hz) if cutoff_hz else cutoff_for_band(band, rate, factor)
-        xf = zero_phase_lowpass(x, rate, fc, order)
-        Ff = zero_phase_lowpass(F, rate, fc, order)
-        af = zero_phase_lowpass(np.asarray(a, dtype=float), rate, fc, order) if a is not None else None
+        pad = int(3 * rate / fc)          # odd extension long enough for the filter to settle at both ends
+        xf = zero_phase_lowpass(x, rate, fc, order, padlen=pad)
+        Ff = zero_phase_lowpass(F, rate, fc, order, padlen=pad)
+        af = zero_phase_lowpass(np.asarray(a, dtype=float), rate, fc, order, padlen=pad) if a is not None else None
     else:
         fc, xf, Ff, af = float('nan'), x, F, (np.asarray(a, dtype=float) if a is not None else None)
     v = np.gradient(xf, t)

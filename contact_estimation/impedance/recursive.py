@@ -24,7 +24,8 @@ _IU = np.triu_indices(4)
 class RecursiveSegmentedLS:
     def __init__(self, edges, forgetting: float = 0.999975, initial_covariance: float = 1e5,
                  v_min: float = 5e-3, n_min: int = 200, min_unique_fraction: float = 1e-2,
-                 kappa_refuse: float = KAPPA_REFUSE, correlation: float = 1.0):
+                 kappa_refuse: float = KAPPA_REFUSE, correlation: float = 1.0,
+                 record_min_unique_fraction: float = 0.1):
         edges = np.asarray(edges, dtype=float)
         if edges.ndim != 1 or len(edges) < 2 or np.any(np.diff(edges) <= 0) or not np.all(np.isfinite(edges)):
             raise ValueError('edges must be finite and strictly increasing (>= 2 values)')
@@ -38,6 +39,7 @@ class RecursiveSegmentedLS:
         self.alpha = float(initial_covariance)
         self.v_min, self.n_min = float(v_min), int(n_min)
         self.min_unique_fraction, self.kappa_refuse = float(min_unique_fraction), float(kappa_refuse)
+        self.record_min_unique_fraction = float(record_min_unique_fraction)
         self.correlation = max(float(correlation), 1.0)   # samples per independent residual (covariance scale)
         self.reset()
 
@@ -50,6 +52,7 @@ class RecursiveSegmentedLS:
         self.prior = np.ones(nb)             # lambda^count: weight left on P0^-1
         self.count = np.zeros(nb, dtype=np.int64)
         self.last_stamp = np.zeros(nb)       # time (s) of the newest sample per bin
+        self.G = np.zeros((2, 4, 4))         # per direction, over every segment: the record-level information
 
     def update(self, x, v, a, F, t=None) -> int:
         """Add samples in time order; returns how many fell in a bin (|v| > v_min, x inside the edges)."""
@@ -88,6 +91,20 @@ class RecursiveSegmentedLS:
         self.yy += np.bincount(blk, weights=wy * y, minlength=nb)
         self.weight += np.bincount(blk, weights=w, minlength=nb)
         self.count += counts
+        # record level (per direction, all segments), the same forgetting per sample of that direction
+        d = blk // self.nseg
+        dcounts = np.bincount(d, minlength=2)
+        dorder = np.argsort(d, kind='stable')
+        dstarts = np.concatenate(([0], np.cumsum(dcounts)[:-1]))
+        drank = np.empty(len(d), dtype=np.int64)
+        drank[dorder] = np.arange(len(d)) - dstarts[d[dorder]]
+        wd = lam ** (dcounts[d] - 1 - drank).astype(float)
+        self.G *= (lam ** dcounts.astype(float))[:, None, None]
+        for i, j in zip(*_IU):
+            s = np.bincount(d, weights=wd * phi[:, i] * phi[:, j], minlength=2)
+            self.G[:, i, j] += s
+            if i != j:
+                self.G[:, j, i] += s
         if t is not None:
             tt = np.asarray(t, dtype=float).ravel()[ok]
             last = np.full(nb, -np.inf)
@@ -109,6 +126,16 @@ class RecursiveSegmentedLS:
         damp = np.zeros(nb, bool)
         reason = ['no samples'] * nb
         outer = np.outer(SCALE, SCALE)
+        record_share = np.full(2, np.nan)
+        for d in (0, 1):
+            G = self.G[d]
+            if G[3, 3] > 4:
+                try:
+                    u = 1.0 / np.linalg.inv(G)[0, 0] / G[3, 3]
+                    var = G[0, 0] / G[3, 3] - (G[0, 3] / G[3, 3]) ** 2
+                    record_share[d] = u / var if var > 0 else 0.0
+                except np.linalg.LinAlgError:
+                    record_share[d] = 0.0
         for b in range(nb):
             if self.count[b] == 0:
                 continue
@@ -137,7 +164,8 @@ class RecursiveSegmentedLS:
             share = uv[b, :3] / np.where(colvar[b, :3] > 0, colvar[b, :3], np.inf)
             low = share < self.min_unique_fraction
             conditioned = kappa[b] <= self.kappa_refuse
-            sep[b] = conditioned and not low[0] and not low[2]
+            one_tone = record_share[b // nseg] < self.record_min_unique_fraction
+            sep[b] = conditioned and not low[0] and not low[2] and not one_tone
             damp[b] = conditioned and not low[1]
             if W < self.n_min:
                 why.append(f'{W:.0f} effective samples (< n_min = {self.n_min})')
@@ -145,6 +173,9 @@ class RecursiveSegmentedLS:
                 why.append(f'kappa {kappa[b]:.3g} > {self.kappa_refuse:.0e}: regressor singular')
             elif kappa[b] > KAPPA_WARN:
                 why.append(f'kappa {kappa[b]:.3g} > {KAPPA_WARN:.0e}: poorly conditioned')
+            if one_tone:
+                why.append(f'only {100 * record_share[b // nseg]:.2g} % of the acceleration is independent of x '
+                           f'and v over the record: single-tone excitation')
             for c_name, flag in zip('avx', low):
                 if flag:
                     why.append(f"column '{c_name}' has no information of its own (unique share {share['avx'.index(c_name)]:.2g})")
@@ -163,7 +194,7 @@ class RecursiveSegmentedLS:
                                 valid=valid.reshape(shp), separable=sep.reshape(shp), damping_identifiable=damp.reshape(shp),
                                 reason=[reason[:nseg], reason[nseg:]],
                                 options={'forgetting': self.lam, 'initial_covariance': self.alpha, 'v_min': self.v_min,
-                                         'recursive': True},
+                                         'recursive': True, 'record_unique_share': record_share.tolist()},
                                 model='segmented_impedance (recursive, forgetting): F = m a + b v + k x + c per '
                                       '(position segment, direction of travel)')
 
