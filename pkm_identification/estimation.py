@@ -143,3 +143,25 @@ def staged(m: Machine, rec: Record, theta0, *, friction_model: str = 'continuous
                        epochs=epochs_per_stage, R_e=R_e, **kw)
         stages.append(res)
     return stages[-1], stages
+
+
+def converged(res: Result, tail: int = 100) -> tuple[bool, str]:
+    """trust.convergence over the last ``tail`` history points of the excited, active parameters."""
+    from contact_dynamics_common import trust
+    judged = [f in ('identified', 'converging') for f in res.flags]
+    if not any(judged) or len(res.history) < 8:
+        return False, 'nothing excited or too short a history'
+    c = trust.convergence(res.names, res.history[-tail:], res.history_std[-tail:], check=judged)
+    return c.ok, c.reason
+
+
+def cross_start(m: Machine, records: dict, theta0, start: str = 'x', **kw) -> dict:
+    """The dissertation's multi-trajectory workflow (ch. 5): a staged run on ``records[start]`` from theta0, then
+    a staged run on every other record started from that estimate. Returns {name: (Result, converged, reason)}."""
+    first, _ = staged(m, records[start], theta0, **kw)
+    out = {start: (first, *converged(first))}
+    for name, rec in records.items():
+        if name != start:
+            res, _ = staged(m, rec, first.theta, **kw)
+            out[name] = (res, *converged(res))
+    return out

@@ -115,24 +115,26 @@ def test_energy_model_noise_free_windowed(m, recs):
     assert np.abs(err[:3]).max() < 1.0, err          # S8 windowed (20 ms): masses < 1 % (measured < 0.06 %)
 
 
-def test_s15_staged_friction_then_inertia(m):
-    """Friction 30 % off its prior, inertia 10 % low, COM 5 mm off the assumed centre, 2 % state noise, X start.
+def test_s15_staged_friction_then_inertia_with_cross_start(m):
+    """Friction 30 % off its prior, inertia 10 % low, COM 5 mm off the assumed centre, 2 % state noise.
 
-    The staged run (friction, inertia, all) converges: friction within 3 %, masses within 5 %, settled.
-    (Measured: friction <= 1.3 %, masses <= 2.2 %. From the XY data strut 3 barely leaves the 2 mm/s band and
-    its fv/fc split ends 25-44 % off: that cross-start does not converge, as in the dissertation.)"""
-    rec = RC.actuated(m, 'x', friction=RC.FRICTION_TRUTH, com_offset=[0.005, 0.0, 0.0])
-    nr = RC.with_state_noise(rec, 0.02, seed=0)
-    th0 = np.concatenate([0.9 * rec.theta8, 1.3 * RC.FRICTION_TRUTH])
-    final, stages = E.staged(m, nr, th0, R_e=1.0, lowpass_hz=10)
-    err = final.error_pct(rec.truth)
+    Staged runs (friction, inertia, all; regressor and forces low-passed at 10 Hz): from the X data the run
+    converges (measured: friction <= 1.3 %, masses <= 2.2 %); the XY cross-start from the X estimate does not
+    (strut 3 barely leaves the 2 mm/s band, its fv/fc split drifts 25-47 % off) and the convergence monitor
+    says so, as the dissertation found for its XY start."""
+    recs = {t: RC.with_state_noise(RC.actuated(m, t, friction=RC.FRICTION_TRUTH, com_offset=[0.005, 0.0, 0.0]),
+                                   0.02, seed=0) for t in ('x', 'xy')}
+    truth = recs['x'].truth
+    th0 = np.concatenate([0.9 * recs['x'].theta8, 1.3 * RC.FRICTION_TRUTH])
+    out = E.cross_start(m, recs, th0, R_e=1.0, lowpass_hz=10)
+    final, ok, reason = out['x']
+    err = final.error_pct(truth)
+    assert ok, reason
     assert np.abs(err[8:]).max() < 3.0, err
     assert np.abs(err[:3]).max() < 5.0, err
     assert np.isfinite(final.theta).all() and (np.linalg.eigvalsh(final.P) > 0).all()
-    assert np.abs(stages[0].theta[:8] - th0[:8]).max() == 0      # stage 1 held the inertia
-    judged = [f in ('identified', 'converging') for f in final.flags]
-    conv = trust.convergence(final.names, final.history[-100:], final.history_std[-100:], check=judged)
-    assert conv.ok, conv.reason
+    xy, ok_xy, reason_xy = out['xy']
+    assert not ok_xy and reason_xy.split(':')[0] in ('not settled', 'oscillating', 'not converged'), reason_xy
 
 
 def test_ls_and_rls_cross_check_ukf(m, recs):
