@@ -493,6 +493,19 @@ def _walk_records(buf: bytes, *, suspect_last: bool = True
     return np.array(messages, dtype=np.int64), other, pos
 
 
+def _plausible_chunk(buf: bytes, i: int) -> bool:
+    """Whether a self-consistent chunk header starts at ``buf[i]``: known compression, record length equal
+    to header + compressed records, start time <= end time."""
+    j = i + _CHUNK_HEAD.size
+    if j + 8 > len(buf):
+        return False
+    opcode, length, t0, t1, size, _, clen = _CHUNK_HEAD.unpack_from(buf, i)
+    if opcode != 0x06 or clen > 4 or j + clen + 8 > len(buf) or bytes(buf[j:j + clen]) not in (b'', b'lz4', b'zstd'):
+        return False
+    (data_len,) = struct.unpack_from('<Q', buf, j + clen)
+    return length == 40 + clen + data_len and t0 <= t1 and size < 1 << 40
+
+
 def _parse_record(opcode: int, body: bytes) -> Any:
     cls = {0x03: Schema, 0x04: Channel, 0x0C: Metadata}[opcode]
     return cls.read(ReadDataStream(io.BytesIO(body)))
@@ -569,6 +582,7 @@ class _McapFile:
         loose: list[tuple[int, int, bytes]] = []
         metadata: list[Any] = []
         pos = 8
+        trusted_end, seen_chunk = 8, -1       # end of the last record known good; last chunk read
         while True:
             head = f.read(9)
             if len(head) < 9:
@@ -577,31 +591,38 @@ class _McapFile:
                 break
             opcode, length = _RECORD_HEAD.unpack(head)
             avail = self.size - pos - 9
-            if not 0x01 <= opcode <= 0x0F:
-                self._note(pos, 'corrupt', f'invalid record (opcode 0x{opcode:02x}): the rest of the '
-                           f'file ({self.size - pos} bytes) is unreadable', last_good_ns=last[0])
-                break
+            problem_here = self._implausible(f, pos, head, opcode, length, avail)
+            if problem_here:
+                nxt = self._resync(f, max(trusted_end, seen_chunk + 1))
+                if nxt is None:
+                    kind = 'truncated' if problem_here.startswith('the file ends') else 'corrupt'
+                    self._note(pos, kind, f'{problem_here}: nothing readable after it', last_good_ns=last[0])
+                    break
+                start = min(trusted_end, pos)
+                self._note(start, 'corrupt', f'{problem_here} at byte {pos}; {nxt - start} bytes from byte '
+                           f'{start} skipped, reading resumes at the chunk at byte {nxt}', last_good_ns=last[0])
+                pos = trusted_end = nxt
+                f.seek(pos)
+                continue
             if opcode in (_DATA_END, _FOOTER):
                 if problem is not None:
                     cause = problem.__cause__ or problem
                     self._note(pos, 'summary', f'summary section unreadable ({type(cause).__name__}); all '
                                f'data records before it are intact', lost_messages=0, last_good_ns=last[0])
                 break
-            if length > avail and opcode != 0x06:
-                self._note(pos, 'truncated', f'the file ends {length - avail} bytes into a '
-                           f'{_RECORD_NAMES.get(opcode, "record")} record ({length} bytes)', last_good_ns=last[0])
-                break
             body = f.read(min(length, avail))
+            good = False
             if opcode == 0x06:
-                self._scan_chunk(pos, head + body, summary, counts, times, last)
+                seen_chunk = pos
+                good = self._scan_chunk(pos, head + body, summary, counts, times, last)
             elif opcode in (0x03, 0x04, 0x0C):
                 try:
                     rec = _parse_record(opcode, body)
+                    self._add_record(rec, summary, metadata)
+                    good = True
                 except _CORRUPTION as e:
                     self._note(pos, 'corrupt', f'unreadable record (opcode 0x{opcode:02x}: {e})',
                                last_good_ns=last[0])
-                    break
-                self._add_record(rec, summary, metadata)
             elif opcode == 0x05 and length >= _MESSAGE_DATA - 9:
                 cid, _, log_ns = struct.unpack_from('<HIQ', body, 0)
                 loose.append((cid, log_ns, body[_MESSAGE_DATA - 9:]))
@@ -611,6 +632,8 @@ class _McapFile:
             if length > avail:
                 break
             pos += 9 + length
+            if good:
+                trusted_end = pos
         if loose:
             size = np.array([len(p) for _, _, p in loose], dtype=np.int64)
             self._loose = _Piece(b''.join(p for _, _, p in loose),
@@ -631,6 +654,47 @@ class _McapFile:
             message_end_time=times[1] if times else 0, channel_message_counts=counts)
         return summary
 
+    def _implausible(self, f: Any, pos: int, head: bytes, opcode: int, length: int, avail: int) -> str:
+        """Why the record at ``pos`` cannot be right ('' when it may be): an unknown opcode, a data end or
+        footer of the wrong size, a chunk whose header contradicts itself, a record past the end of the file.
+        """
+        if not 0x01 <= opcode <= 0x0F:
+            return f'invalid record (opcode 0x{opcode:02x})'
+        if (opcode, length) in ((_DATA_END, 4), (_FOOTER, 20)):
+            return ''
+        if opcode in (_DATA_END, _FOOTER):
+            return f'invalid record (opcode 0x{opcode:02x} of {length} bytes)'
+        if opcode == 0x06:                    # header: 41 bytes, compression name (<= 4), records length
+            header = head + f.read(min(avail, _CHUNK_HEAD.size - 9 + 4 + 8))
+            f.seek(pos + 9)
+            if len(header) < _CHUNK_HEAD.size:
+                return ''                     # cut inside its header: noted when the chunk is read
+            clen = struct.unpack_from('<I', header, _CHUNK_HEAD.size - 4)[0]
+            if clen > 4:
+                return 'invalid chunk header'
+            if len(header) < _CHUNK_HEAD.size + clen + 8:
+                return ''
+            return '' if _plausible_chunk(header, 0) else 'invalid chunk header'
+        if length > avail:
+            return (f'the file ends {length - avail} bytes into a {_RECORD_NAMES.get(opcode, "record")} record '
+                    f'({length} bytes)')
+        return ''
+
+    def _resync(self, f: Any, start: int) -> int | None:
+        """Offset of the first self-consistent chunk header at or after ``start`` (None: there is none)."""
+        block = 1 << 22
+        pos = start
+        while pos < self.size:
+            f.seek(pos)
+            buf = f.read(block + 64)
+            i = buf.find(b'\x06')
+            while 0 <= i < block:
+                if _plausible_chunk(buf, i):
+                    return pos + i
+                i = buf.find(b'\x06', i + 1)
+            pos += block
+        return None
+
     def _add_record(self, rec: Any, summary: Summary, metadata: list[Any]) -> None:
         if isinstance(rec, Schema):
             summary.schemas[rec.id] = rec
@@ -640,12 +704,13 @@ class _McapFile:
             metadata.append(rec)
 
     def _scan_chunk(self, pos: int, raw: bytes, summary: Summary, counts: dict[int, int], times: list[int],
-                    last: list[int | None]) -> None:
+                    last: list[int | None]) -> bool:
+        """Add the chunk at ``pos`` (record ``raw``) to the rebuilt summary; True when it is intact."""
         buf = self._chunk_records(raw, len(raw), pos)
         damage = self.damage.get(pos)
         if buf is None:
             damage.last_good_ns = last[0]
-            return
+            return False
         offsets, other, end = _walk_records(buf)
         if end != len(buf) and damage is None:
             damage = self._note(pos, 'corrupt', f'the records of this chunk break at byte {end} of {len(buf)} '
@@ -670,6 +735,7 @@ class _McapFile:
             message_end_time=int(log.max()) if len(log) else 0, chunk_start_offset=pos,
             chunk_length=len(raw), message_index_offsets={}, message_index_length=0, compression='',
             compressed_size=0, uncompressed_size=len(buf)))
+        return damage is None
 
     # ---- channels
     def schema(self, channel_id: int) -> Schema:

@@ -184,19 +184,31 @@ def test_garbage_in_a_chunk_loses_that_chunk_only(bags, tmp_path, capsys, comp):
     assert [d.offset for d in reader.recovery.damage] == [lo, chunks[9].chunk_start_offset]
 
 
-def test_an_invalid_record_ends_the_scan_there(bags, tmp_path):
-    path, mcap, order, chunks = bags['zstd']
+@pytest.mark.parametrize('where', ['opcode', 'length', 'index'])
+def test_garbage_over_record_framing_is_skipped_to_the_next_chunk(bags, tmp_path, where):
+    """No summary (cut file) and garbage over a chunk's opcode, its length, or the message index after it:
+    the scan finds the next self-consistent chunk header and goes on; only that chunk is lost."""
+    import struct
+    path, mcap, order, chunks = bags['none']
     data = bytearray(mcap.read_bytes())
-    at = chunks[6].chunk_start_offset
-    data[at] = 0xAB                                        # not an MCAP opcode
-    bag = damaged_copy(path, tmp_path / 'opcode', bytes(data[:chunks[12].chunk_start_offset]))
-    reader = BagReader(bag)
+    ends = payload_ends(bytes(data), order)
+    bad = chunks[6]
+    lo, hi = bad.chunk_start_offset, bad.chunk_start_offset + bad.chunk_length
+    if where == 'opcode':
+        data[lo] = 0xAB                                    # not an MCAP opcode
+    elif where == 'length':
+        struct.pack_into('<Q', data, lo + 1, 123456789)    # the chunk's record length
+    else:
+        data[hi:hi + 12] = b'\xee' * 12                    # the message index record after the chunk
+    cut = chunks[12].chunk_start_offset + 100
+    reader = BagReader(damaged_copy(path, tmp_path / where, bytes(data[:cut])))
     got = list(reader.raw_messages())
-    assert got == [m for m in order if m[2] < chunks[6].message_start_time][:len(got)]
-    assert len(got) >= sum(m[2] < chunks[5].message_start_time for m in order)
-    (damage,) = reader.recovery.damage
-    assert damage.offset == at and damage.kind == 'corrupt' and 'invalid record' in damage.detail
-    assert damage.last_good_ns == got[-1][2]
+    lost = [m for m, e in zip(order, ends) if lo < e <= hi] if where != 'index' else []
+    assert got == [m for m, e in zip(order, ends) if e <= chunks[12].chunk_start_offset and m not in lost]
+    first = reader.recovery.damage[0]
+    assert first.kind == 'corrupt' and 'reading resumes at the chunk at byte' in first.detail
+    assert first.offset <= (lo if where != 'index' else hi)
+    assert reader.recovery.damage[-1].kind == 'truncated' and reader.recovery.messages == len(got)
 
 
 def test_missing_metadata_is_rebuilt_like_reindex(bags, tmp_path, monkeypatch):
