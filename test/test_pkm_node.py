@@ -124,6 +124,11 @@ def test_live_node_converges_and_equals_run_bag(tmp_path, ros_context):
         fr = pub_node.create_client(SetBool, '/pkm_identifier/freeze')
         assert fr.wait_for_service(timeout_sec=5.0)
         assert call_service(pub_node, fr, SetBool.Request(data=True)).success
+        rs = pub_node.create_client(Trigger, '/pkm_identifier/reset')
+        assert rs.wait_for_service(timeout_sec=5.0)
+        assert call_service(pub_node, rs, Trigger.Request()).success
+        assert listener.wait_for(lambda: _diag(listener, 'pkm_identifier: estimate').get('message')
+                                 == 'no estimate yet', timeout=5.0)
     finally:
         pub_node.destroy_node()
         log = stop(proc)
