@@ -79,7 +79,7 @@ def first_failure(checks: Iterable[Check | None]) -> Check | None:
 def convergence(names: Sequence[str], history, sigma_history=None, *, initial=None, prior_sigma=None,
                 reference=None, reference_sigma=None, tail: float = 0.3, min_tail: int = 8,
                 shrink: float = 0.5, still: float = 0.1, lag: float = 3.0, lag_rel: float = 0.05,
-                max_drift: float = 3.0, max_swing: float = 3.0, min_crossings: int = 4,
+                max_drift: float = 3.0, drift_t: float = 4.0, max_swing: float = 3.0, min_crossings: int = 4,
                 rel_floor: float = 1e-3, check: Sequence[bool] | None = None) -> Check:
     """Has each parameter moved from its prior in a way the data support, and settled?
 
@@ -99,9 +99,12 @@ def convergence(names: Sequence[str], history, sigma_history=None, *, initial=No
     2. reference: |theta - ref| > lag sqrt(s_ref^2) and > lag_rel |ref|: ``still at its initial guess`` if
        theta is closer to theta0 than to 10 % of that gap, otherwise ``lags the data by ...``.
     3. settled, over the last ``tail`` share of the history (>= ``min_tail`` points): a straight-line
-       fit a + c t; drift = |c| T; swing = std of the detrended tail. With tol = max(s_tail, rel_floor |theta|):
-       swing > max_swing tol with >= min_crossings crossings of the fit -> ``oscillating``;
-       drift > max_drift tol -> ``not settled: drifted``; swing > max_swing tol -> ``not settled: wanders``.
+       fit a + c t; drift = |c| T; swing = std of the detrended tail; se: the standard error of the drift
+       from that scatter. With tol = max(s_tail, rel_floor |theta|): swing > max_swing tol with
+       >= min_crossings crossings of the fit -> ``oscillating``; drift > max_drift tol and > drift_t se ->
+       ``not settled: drifted`` (a trend that stands out of the estimates' own scatter: a stationary
+       estimate's endpoints differ by a few sigma now and then); swing > max_swing tol -> ``not settled:
+       wanders``.
 
     Returns the first failure (``kind='convergence'``; details hold per-parameter figures) or an ok Check.
     """
@@ -188,6 +191,8 @@ def convergence(names: Sequence[str], history, sigma_history=None, *, initial=No
         det = y - y.mean() - c * u
         swing = float(np.std(det))
         drift = abs(float(c))
+        # standard error of that change from the scatter about the line: a trend must stand out of it
+        se = swing * math.sqrt(len(y) / max(len(y) - 2, 1) / float(u @ u))
         sgn = np.sign(det[det != 0])
         crossings = int(np.count_nonzero(sgn[1:] != sgn[:-1]))
         d.update(drift=drift, swing=swing, crossings=crossings, tolerance=tol)
@@ -195,7 +200,7 @@ def convergence(names: Sequence[str], history, sigma_history=None, *, initial=No
         if swing > max_swing * tol and crossings >= min_crossings:
             return fail(f'oscillating: {name} swings +-{swing / rel:.1%} ({swing / tol:.1f} sigma) about '
                         f'its trend, {crossings} crossings in the recent estimates')
-        if drift > max_drift * tol:
+        if drift > max_drift * tol and drift > drift_t * se:
             return fail(f'not settled: {name} drifted by {drift:.4g} ({drift / tol:.1f} sigma) over '
                         'the recent estimates')
         if swing > max_swing * tol:

@@ -37,8 +37,9 @@ from .samples import ContactSamples
 CHUNKS = 60
 #: significance of the adequacy tests (two-sided NIS band: 1 %)
 ALPHA = 1e-3
-#: correlated residuals invalidate only above this RMS share of the force RMS (else: HAC sigma only)
-MATERIAL_MISFIT = 0.01
+#: correlated residuals invalidate only above this RMS share of the force RMS (else: HAC sigma only);
+#: a specific omitted term (the mass) is tested on its own, with its own materiality rule
+MATERIAL_MISFIT = 0.05
 #: an omitted term that moves no parameter by more than 2 sigma or this share of its value is immaterial
 MATERIAL_SHIFT = 1e-4
 #: an adaptive law's recent estimates may swing by up to 3 x max(sigma of the data, this share of the value)
@@ -146,8 +147,8 @@ def adequacy_checks(est: ContactEstimate, samples: ContactSamples, alpha: float 
     white = trust.whiteness(r, dof=len(est.names), alpha=alpha)      # the least specific check last
     misfit = float(np.sqrt(np.mean(r * r)) / np.sqrt(np.mean(F * F)))
     if not white.ok and misfit <= MATERIAL_MISFIT:
-        # correlated but immaterial residuals (coloured sensor noise, a tiny unmodelled term): the HAC
-        # covariance above already accounts for them; not a reason to distrust the estimate
+        # correlated but immaterial residuals (coloured sensor noise, a tiny unmodelled term, a few samples
+        # differentiated across a gap): the HAC covariance above accounts for them; no reason to distrust
         white = replace(white, ok=True, reason='ok', details=dict(white.details, misfit=misfit,
                                                                    note='correlated residuals; HAC sigma'))
     checks.append(white)
@@ -214,23 +215,32 @@ class RecentSamples:
         return joined.slice(slice(max(len(joined) - self.capacity, 0), None))
 
 
+#: the live monitor records an estimator's estimate every this many in-contact samples
+MONITOR_SAMPLES = 200
+#: live drift/oscillation tolerance floor (share of the value): a short-memory estimator (RLS with
+#: forgetting) wanders with the excitation's phase by a few of its own sigma over a few seconds
+LIVE_RESOLUTION = 0.005
+
+
 class TrustMonitor:
-    """Live form of the trust verdict, on the successive published estimates of one estimator.
+    """Live form of the trust verdict for one estimator, independent of how samples reach it.
 
-    ``review(est, window)`` appends the estimate to a bounded history (``length`` reports) and returns it
-    with the verdict:
+    The pipeline calls ``observe(est, window)`` with the estimate after every ``MONITOR_SAMPLES``-th
+    in-contact sample (whatever the timer ticks) and ``window()`` giving the last samples up to it; the
+    monitor keeps the last ``length`` of those estimates and, from ``min_reports`` on,
 
-    * convergence on that history, re-evaluated every ``every`` reports (from ``min_reports`` on);
-    * model adequacy (``adequacy_checks``: omitted mass, NIS, material whiteness, honest sigma) on the
-      recent samples ``window()`` (a callable, called only when due), every ``adequacy_every`` reports;
+    * re-evaluates convergence on them every ``every`` observations;
+    * re-evaluates model adequacy (``adequacy_checks``: omitted mass, material whiteness, NIS, honest
+      sigma) of that estimate on the window every ``adequacy_every`` observations;
 
-    each held until its next evaluation (the honest covariance as per-parameter sigma factors). The same
-    sequence of estimates and windows gives the same verdicts, live or replayed. An estimate that passes
-    every check and needs no inflation is returned unchanged.
+    ``review(est)`` returns a published estimate with the verdicts held since the last evaluation (the
+    honest covariance as per-parameter sigma factors) and its own NIS check. Everything depends only on
+    the samples, so the live node and run-bag publish the same verdicts. An estimate that passes every
+    check and needs no inflation is returned unchanged.
     """
 
-    def __init__(self, estimator, length: int = 100, min_reports: int = 10, every: int = 5,
-                 adequacy_every: int = 40):
+    def __init__(self, estimator, length: int = 100, min_reports: int = 10, every: int = 2,
+                 adequacy_every: int = 10):
         self.estimator = estimator
         self.length = int(length)
         self.min_reports = int(min_reports)
@@ -245,22 +255,28 @@ class TrustMonitor:
         self._adequacy: list[trust.Check] = []
         self._factor: np.ndarray | None = None
 
-    def review(self, est: ContactEstimate, window=None) -> ContactEstimate:
+    def observe(self, est: ContactEstimate, window) -> None:
         if est.samples_used <= 0:
-            return est
+            return
         self._history.append(est)
         self._count += 1
-        due = self._count >= self.min_reports and (self._count - self.min_reports)
-        if self._count >= self.min_reports and due % self.every == 0:
-            self._verdict = convergence_check(self.estimator, list(self._history))
-        if window is not None and self._count >= self.min_reports and due % self.adequacy_every == 0:
+        if self._count < self.min_reports:
+            return
+        due = self._count - self.min_reports
+        if due % self.every == 0:
+            self._verdict = convergence_check(self.estimator, list(self._history), rel_floor=LIVE_RESOLUTION)
+        if due % self.adequacy_every == 0:
             checks, honest = adequacy_checks(est, window())
             self._adequacy = [c for c in checks if not c.ok or c.reason != 'ok']
             own = np.sqrt(np.maximum(np.diagonal(est.covariance), 1e-300))
             factor = np.sqrt(np.maximum(np.diagonal(honest), 1e-300)) / own
             self._factor = factor if np.any(factor > 1.0) else None
+
+    def review(self, est: ContactEstimate) -> ContactEstimate:
+        if est.samples_used <= 0:
+            return est
         checks = [] if self._verdict is None or self._verdict.ok else [self._verdict]
-        checks += self._adequacy
+        checks += [c for c in self._adequacy if c.kind != 'nis']
         cov = None
         if self._factor is not None and len(self._factor) == len(est.names):
             cov = make_spd(est.covariance * np.outer(self._factor, self._factor))
@@ -271,6 +287,13 @@ class TrustMonitor:
                 base = est.covariance if cov is None else cov
                 cov = make_spd(base * max(nis.details['inflation'], 1.0))
         return with_checks(est, checks, cov) if checks or cov is not None else est
+
+
+def boundaries(done: int, n: int, every: int = MONITOR_SAMPLES) -> np.ndarray:
+    """Counts c in 1..n (within a block of n samples after ``done`` samples) where done + c is a multiple
+    of ``every``: where the monitors observe."""
+    first = every - done % every
+    return np.arange(first, n + 1, every, dtype=np.int64)
 
 
 def _nis(est: ContactEstimate) -> trust.Check:

@@ -35,7 +35,7 @@ from contact_dynamics_common.stamps import Segment, StampGate
 
 from .estimate import ContactEstimate
 from .algorithms import ALGORITHMS, make
-from .assess import RecentSamples, TrustMonitor
+from .assess import RecentSamples, TrustMonitor, boundaries
 from .gls import SlidingWindowGLS
 from .models import get_model
 from .reporting import update_and_report
@@ -149,6 +149,7 @@ class ContactPipeline:
             # the shared trust verdict (convergence, Kalman NIS) on each estimator's successive reports
             self.monitors = {n: TrustMonitor(e) for n, e in self.estimators.items()}
             self.recent = RecentSamples()          # the in-contact samples the monitors judge the model on
+            self._monitored = 0                    # in-contact samples fed to the estimators since the reset
         except ValueError as exc:       # an option combination the estimators refuse: a configuration error
             raise ConfigError(f'estimator configuration: {exc}') from None
         self.counts: Counter = Counter()
@@ -233,7 +234,7 @@ class ContactPipeline:
         return self.estimates()
 
     def estimates(self) -> list[ContactEstimate]:
-        return [self.monitors[n].review(est.estimate(), self.recent.window) for n, est in self.estimators.items()]
+        return [self.monitors[n].review(est.estimate()) for n, est in self.estimators.items()]
 
     def report(self, estimates: list[ContactEstimate]) -> TickReport:
         """``estimates`` with the pipeline state they are published with."""
@@ -341,11 +342,7 @@ class ContactPipeline:
             # the appended datum carried in from the previous chunk, NaN for none)
             after = np.append(block.datum, datum_before)[_cumulative(paired_tick, n_ticks) - 1]
             datum = [self._datum_value(None if np.isnan(d) else d) for d in after.tolist()]
-        reports = {n: update_and_report(est, block.samples, used) for n, est in self.estimators.items()}
-        windows = [lambda c=c: self.recent.window(block.samples.slice(slice(0, c))) for c in used.tolist()]
-        per_estimator = [[self.monitors[n].review(e, w) for e, w in zip(ests, windows)]
-                         for n, ests in reports.items()]
-        self.recent.extend(block.samples)
+        per_estimator = self._monitored_reports(block.samples, used)
         return [TickReport(list(ests), used_before + n, d, self._t0_ns, self.wrench_frame)
                 for ests, n, d in zip(zip(*per_estimator), used.tolist(), datum)]
 
@@ -369,6 +366,7 @@ class ContactPipeline:
         for monitor in self.monitors.values():
             monitor.reset()
         self.recent.clear()
+        self._monitored = 0
         if gates:
             self.wrench_gate.reset()
             self.disp_gate.reset()
@@ -476,9 +474,35 @@ class ContactPipeline:
         return _Ingested(t_ns, datum, samples, newest[kept])
 
     def _update(self, samples: ContactSamples) -> None:
-        for est in self.estimators.values():
-            est.update(samples)
+        self._monitored_reports(samples, np.zeros(0, dtype=np.int64))
+
+    def _monitored_reports(self, samples: ContactSamples, used: np.ndarray) -> list[list[ContactEstimate]]:
+        """Update every estimator with the block; the monitors observe the estimates at their sample
+        boundaries (``assess.boundaries``) and review the reports after the first used[j] samples."""
+        bounds = boundaries(self._monitored, len(samples))
+        counts = np.union1d(used, bounds)
+        index = {c: i for i, c in enumerate(counts.tolist())}
+        out = []
+        for name, est in self.estimators.items():
+            if not len(counts):
+                est.update(samples)
+                out.append([])
+                continue
+            reports = update_and_report(est, samples, counts)
+            monitor = self.monitors[name]
+            b, reviewed = 0, []
+            for c in used.tolist() + [len(samples) + 1]:
+                while b < len(bounds) and bounds[b] <= c:
+                    c_b = int(bounds[b])
+                    monitor.observe(reports[index[c_b]],
+                                    lambda c_b=c_b: self.recent.window(samples.slice(slice(0, c_b))))
+                    b += 1
+                if c <= len(samples):
+                    reviewed.append(monitor.review(reports[index[c]]))
+            out.append(reviewed)
         self.recent.extend(samples)
+        self._monitored += len(samples)
+        return out
 
     def _datum_track(self, force: np.ndarray, coord: np.ndarray) -> np.ndarray:
         """Datum per sample (NaN out of contact in 'onset' mode: before onset and from a loss on).
