@@ -47,6 +47,7 @@ class BatchTree:
         self.ancestors = {1: []}
         for j in self.jids:                                # parents precede children in pinocchio
             self.ancestors[j] = self.ancestors[self.parent[j]] + [j]
+        self._theta_col = {j: self.col[n] for j, n in zip(self.jids, self.names)}
         self.bodies = [(j, I.mass, I.lever.copy(), I.inertia.copy()) for j, I in enumerate(pm.inertias)
                        if j >= 1 and I.mass > 0]
         lo, hi = [], []
@@ -69,10 +70,12 @@ class BatchTree:
         for j in self.jids:
             par = self.parent[j]
             Rj = oR[par] @ self.place_R[j]
-            pj = op[par] + np.einsum('kij,j->ki', oR[par], self.place_p[j])
-            x = theta[:, self.col[self.rm.joint_names[self.jids.index(j)]]]
-            oa[j] = np.einsum('kij,j->ki', Rj, self.axis[j])
-            if self.prismatic[j]:
+            pj = op[par] + oR[par] @ self.place_p[j]
+            x = theta[:, self._theta_col[j]]
+            oa[j] = Rj @ self.axis[j]
+            if not x.any():
+                pass                                   # joint at zero in every configuration (locked at 0)
+            elif self.prismatic[j]:
                 pj = pj + oa[j] * x[:, None]
             else:
                 Rj = Rj @ _rot_axis(self.axis[j], x)

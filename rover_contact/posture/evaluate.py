@@ -143,21 +143,25 @@ class PostureEvaluator:
             if np.all(res < self.tol) or it == self.max_iter:
                 break
             rel = c - pb[:, None, :]
-            J = np.zeros((K, r.shape[1], x.shape[1]))
+            # h = c_z − R sqrt(1 − a_z²): dh = dc_z + R a_z/sqrt(1 − a_z²) da_z, with dc = u × (c − o), da = u × a
+            s_ = np.sqrt(np.maximum(1e-12, 1.0 - a[:, :, 2] ** 2))
+            gain = R_w * a[:, :, 2] / s_
             W = c.shape[1]
+            J = np.zeros((K, r.shape[1], x.shape[1]))
             J[:, :W, 0] = 1.0
-            J[:, :W, 1] = np.cos(x[:, 2])[:, None] * rel[:, :, 1]
-            J[:, :W, 2] = -rel[:, :, 0]
+            u_roll = np.stack([np.cos(x[:, 2]), np.zeros(K), -np.sin(x[:, 2])], axis=1)
+            J[:, :W, 1] = np.cross(u_roll[:, None, :], rel)[:, :, 2] + gain * np.cross(u_roll[:, None, :], a)[:, :, 2]
+            J[:, :W, 2] = -rel[:, :, 0] + gain * np.cross(e_y, a)[:, :, 2]
             for m_, col in enumerate(self.passive):
                 jid = t.jids[col]
                 for w, wj in enumerate(t.wheel_jid):
                     if jid in t.ancestors[wj]:
-                        J[:, w, 3 + m_] = np.cross(oa[jid], c[:, w] - op[jid])[:, 2]
+                        J[:, w, 3 + m_] = (np.cross(oa[jid], c[:, w] - op[jid])[:, 2]
+                                           + gain[:, w] * np.cross(oa[jid], a[:, w])[:, 2])
                 J[:, W:, 3 + m_] = self.diff[:, col]
             JT = np.transpose(J, (0, 2, 1))
             A = JT @ J + 1e-12 * np.eye(x.shape[1])
             x -= np.linalg.solve(A, (JT @ r[:, :, None]))[:, :, 0]
-        _ = e_y
         return Rb, pb, theta, res < 1e-8, res, (oR, op, oa)
 
     # ------------------------------------------------------------------ evaluation
