@@ -5,7 +5,7 @@ Writes a 1-DOF Kelvin-Voigt bag (1 kHz wrench + 1 kHz joint states, --duration s
 replays it through the contact estimator (config/contact_estimator.yaml: RLS + sliding-window GLS) at
 several publish rates. Prints the wall time split into bag reading and estimation, and the ratio of bag
 duration to wall time (the acceptance asks for >= 100x). ``--per-tick`` measures the per-tick protocol
-instead of the nodes' one-pass ``replay_all`` (the same outputs). No ROS process is started.
+instead of the nodes' chunked one-pass ``replay_chunk`` (the same outputs). No ROS process is started.
 
   .venv/bin/python bench/bench_run_bag.py [--duration 120] [--rates 10 20 50] [--per-tick] [--repeat 1]
 """
@@ -33,7 +33,7 @@ def main() -> int:
     ap.add_argument('--duration', type=float, default=120.0)
     ap.add_argument('--rate', type=float, default=1000.0, help='sensor rate of the simulated bag (Hz)')
     ap.add_argument('--rates', type=float, nargs='+', default=[10.0, 20.0, 50.0], help='publish rates (Hz)')
-    ap.add_argument('--per-tick', action='store_true', help='step the nodes tick by tick (no replay_all)')
+    ap.add_argument('--per-tick', action='store_true', help='step the nodes tick by tick (no replay_chunk)')
     ap.add_argument('--repeat', type=int, default=1, help='runs per rate; the fastest is reported')
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
