@@ -118,7 +118,8 @@ _CODECS = {'zstd': CompressionType.ZSTD, 'lz4': CompressionType.LZ4, 'none': Com
 
 
 class BagWriter:
-    """Write a rosbag2 MCAP bag directory (chunks compressed with ``compression``: zstd, lz4 or none). Use as a context manager; ``close()`` writes the metadata.
+    """Write a rosbag2 MCAP bag directory (chunks compressed with ``compression``: zstd, lz4 or none).
+    Use as a context manager; ``close()`` writes the metadata.
 
     ``custom_data`` (attribute, a dict) may be updated until ``close()``.
     """
@@ -500,7 +501,9 @@ def _plausible_chunk(buf: bytes, i: int) -> bool:
     if j + 8 > len(buf):
         return False
     opcode, length, t0, t1, size, _, clen = _CHUNK_HEAD.unpack_from(buf, i)
-    if opcode != 0x06 or clen > 4 or j + clen + 8 > len(buf) or bytes(buf[j:j + clen]) not in (b'', b'lz4', b'zstd'):
+    if opcode != 0x06 or clen > 4 or j + clen + 8 > len(buf):
+        return False
+    if bytes(buf[j:j + clen]) not in (b'', b'lz4', b'zstd'):
         return False
     (data_len,) = struct.unpack_from('<Q', buf, j + clen)
     return length == 40 + clen + data_len and t0 <= t1 and size < 1 << 40
@@ -573,7 +576,8 @@ class _McapFile:
                 self._note(0, 'truncated', f'the file ({self.size} bytes) ends before its first record')
                 summary.statistics = Statistics(
                     attachment_count=0, channel_count=0, channel_message_counts={}, chunk_count=0,
-                    message_count=0, message_end_time=0, message_start_time=0, metadata_count=0, schema_count=0)
+                    message_count=0, message_end_time=0, message_start_time=0, metadata_count=0,
+                    schema_count=0)
                 return summary
             raise BagError(f'{self.path}: not an MCAP file (bad magic)')
         counts: dict[int, int] = {}
@@ -600,7 +604,8 @@ class _McapFile:
                     break
                 start = min(trusted_end, pos)
                 self._note(start, 'corrupt', f'{problem_here} at byte {pos}; {nxt - start} bytes from byte '
-                           f'{start} skipped, reading resumes at the chunk at byte {nxt}', last_good_ns=last[0])
+                           f'{start} skipped, reading resumes at the chunk at byte {nxt}',
+                           last_good_ns=last[0])
                 pos = trusted_end = nxt
                 f.seek(pos)
                 continue
@@ -676,8 +681,8 @@ class _McapFile:
                 return ''
             return '' if _plausible_chunk(header, 0) else 'invalid chunk header'
         if length > avail:
-            return (f'the file ends {length - avail} bytes into a {_RECORD_NAMES.get(opcode, "record")} record '
-                    f'({length} bytes)')
+            name = _RECORD_NAMES.get(opcode, 'record')
+            return f'the file ends {length - avail} bytes into a {name} record ({length} bytes)'
         return ''
 
     def _resync(self, f: Any, start: int) -> int | None:
@@ -713,8 +718,9 @@ class _McapFile:
             return False
         offsets, other, end = _walk_records(buf)
         if end != len(buf) and damage is None:
-            damage = self._note(pos, 'corrupt', f'the records of this chunk break at byte {end} of {len(buf)} '
-                                f'(no CRC to detect it); the {len(offsets)} messages before are kept')
+            damage = self._note(pos, 'corrupt', f'the records of this chunk break at byte {end} of '
+                                f'{len(buf)} (no CRC to detect it); the {len(offsets)} messages before '
+                                f'are kept')
         for opcode, p, n in other:
             if opcode in (0x03, 0x04):
                 self._add_record(_parse_record(opcode, buf[p + 9:p + 9 + n]), summary, [])
@@ -765,7 +771,8 @@ class _McapFile:
         if not cids:
             return
         meta = {cid: (self.summary.channels[cid].topic, self.schema(cid).name) for cid in cids}
-        chunks = sorted(self.summary.chunk_indexes, key=lambda c: (c.message_start_time, c.chunk_start_offset))
+        chunks = sorted(self.summary.chunk_indexes,
+                        key=lambda c: (c.message_start_time, c.chunk_start_offset))
         if not chunks:
             for piece in self.collect(cids):
                 yield from _piece_messages(piece, meta)
@@ -849,13 +856,14 @@ class _McapFile:
                 index_error, offsets = e, None
         if offsets is None:
             found, _, end = _walk_records(buf)
-            channel = _gather(arr, found + 9, 2, '<u2').astype(np.int64) if len(found) else np.empty(0, np.int64)
+            channel = (_gather(arr, found + 9, 2, '<u2').astype(np.int64) if len(found)
+                       else np.empty(0, np.int64))
             if end != len(buf):
                 if not self.recover:
                     raise BagError(f'{self.path}: chunk records overrun the chunk')
-                damage = self._note(ci.chunk_start_offset, 'corrupt', f'the records of this chunk break at byte '
-                                    f'{end} of {len(buf)} (no CRC to detect it); the {len(found)} messages '
-                                    f'before are kept')
+                damage = self._note(ci.chunk_start_offset, 'corrupt', f'the records of this chunk break at '
+                                    f'byte {end} of {len(buf)} (no CRC to detect it); the {len(found)} '
+                                    f'messages before are kept')
                 if indexed:                   # lost: what the index lists beyond what was found
                     kept = dict(zip(*(v.tolist() for v in np.unique(channel, return_counts=True))))
                     lost = {c: n - kept.get(c, 0) for c, n in self._index_counts(raw, ci).items()}
@@ -870,8 +878,8 @@ class _McapFile:
         if len(offsets) == 0:
             return None
         size = _gather(arr, offsets + 1, 8, '<u8').astype(np.int64) - (_MESSAGE_DATA - 9)
-        return _Piece(buf, _gather(arr, offsets + 15, 8, '<u8').astype(np.int64), offsets + _MESSAGE_DATA, size,
-                      _gather(arr, offsets + 9, 2, '<u2').astype(np.int64))
+        return _Piece(buf, _gather(arr, offsets + 15, 8, '<u8').astype(np.int64), offsets + _MESSAGE_DATA,
+                      size, _gather(arr, offsets + 9, 2, '<u2').astype(np.int64))
 
     def _count_lost(self, raw: bytes, ci: Any) -> None:
         """Lost messages of a damaged chunk, per channel, from its message index (when it has one)."""
@@ -982,7 +990,8 @@ def _open_storage(path: Path, recover: bool) -> Any:
         from .bag_sqlite import Db3File
         return Db3File(path, recover)
     if path.suffix in ('.zstd', '.zst', '.lz4'):
-        raise BagError(f'{path}: a file-compressed rosbag2 bag file; decompress it first ({path.suffix[1:]} -d)')
+        raise BagError(f'{path}: a file-compressed rosbag2 bag file; decompress it first '
+                       f'({path.suffix[1:]} -d)')
     return _McapFile(path, recover)
 
 
@@ -1024,13 +1033,14 @@ class BagReader:
                                                                                      key=_file_order)
                 rebuild = True
             if not files:
-                raise FileNotFoundError(errno.ENOENT, 'no .mcap or .db3 file in bag directory', str(self.path))
+                raise FileNotFoundError(errno.ENOENT, 'no .mcap or .db3 file in bag directory',
+                                        str(self.path))
         else:
             files = [self.path]
         self._missing: list[Damage] = []          # files metadata.yaml lists that are not there
         if recover and len(files) > 1 and any(p.is_file() for p in files):
-            self._missing = [Damage(p.name, 0, 'missing', 'listed in metadata.yaml but not in the bag directory')
-                             for p in files if not p.is_file()]
+            self._missing = [Damage(p.name, 0, 'missing', 'listed in metadata.yaml but not in the bag '
+                                    'directory') for p in files if not p.is_file()]
             files = [p for p in files if p.is_file()]
         self._files = [_open_storage(p, recover) for p in files]
         self.storage = self._files[0].storage
@@ -1066,10 +1076,10 @@ class BagReader:
                     qos = yaml.safe_load(qos) or [] if qos else []
                 except yaml.YAMLError:
                     qos = []
-                topics.append({'topic_metadata': {'name': c.topic, 'type': mf.schema(c.id).name,
-                                                  'serialization_format': c.message_encoding,
-                                                  'offered_qos_profiles': qos,
-                                                  'type_description_hash': c.metadata.get('topic_type_hash', '')},
+                meta = {'name': c.topic, 'type': mf.schema(c.id).name,
+                        'serialization_format': c.message_encoding, 'offered_qos_profiles': qos,
+                        'type_description_hash': c.metadata.get('topic_type_hash', '')}
+                topics.append({'topic_metadata': meta,
                                'message_count': sum(fc.get(c.topic, 0) for fc in counts)})
         starts = [f['starting_time']['nanoseconds_since_epoch'] for f in per_file if f['message_count']]
         ends = [f['starting_time']['nanoseconds_since_epoch'] + f['duration']['nanoseconds']

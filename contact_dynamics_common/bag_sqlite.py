@@ -64,7 +64,8 @@ class Db3File:
         if not path.is_file():
             raise FileNotFoundError(2, 'bag file not found', str(path))
         if path.name.endswith(('.zstd', '.zst')):
-            raise BagError(f'{path}: a file-compressed rosbag2 bag; decompress it first (zstd -d {path.name})')
+            raise BagError(f'{path}: a file-compressed rosbag2 bag; decompress it first '
+                           f'(zstd -d {path.name})')
         self.size = path.stat().st_size
         self.recover = recover
         self.damage: dict[int, Damage] = {}
@@ -84,7 +85,8 @@ class Db3File:
             finally:                          # sqlite keeps its descriptor: the name can go now
                 if self._tmp is not None:
                     self._tmp.unlink(missing_ok=True)
-        self.topics = {c.topic: self.summary.schemas[c.schema_id].name for c in self.summary.channels.values()}
+        self.topics = {c.topic: self.summary.schemas[c.schema_id].name
+                       for c in self.summary.channels.values()}
 
     def _open(self, path: Path, damaged: Exception | None = None) -> None:
         self._db = self._connect(path)
@@ -152,9 +154,9 @@ class Db3File:
                                                       'topic_type_hash': type_hash or ''})
         counts, start, end = {}, None, None
         groups: dict[int, list[int]] = {}              # row-id group -> [first id, last id, first t, last t]
-        rows = (self._db.execute(
-                f'SELECT id / {BATCH} AS g, topic_id, count(*), min(id), max(id), min(timestamp), max(timestamp) '
-                f'FROM messages GROUP BY g, topic_id') if damaged is None else self._scan_rows(damaged))
+        rows = self._scan_rows(damaged) if damaged is not None else self._db.execute(
+            f'SELECT id / {BATCH} AS g, topic_id, count(*), min(id), max(id), min(timestamp), '
+            f'max(timestamp) FROM messages GROUP BY g, topic_id')
         for g, tid, n, id_lo, id_hi, lo, hi in rows:
             counts[tid] = counts.get(tid, 0) + n
             start = lo if start is None else min(start, lo)
@@ -183,7 +185,8 @@ class Db3File:
         ``_summary``; the place is noted in ``damage`` and later reads stop at the last good id."""
         last_id, last_ns = 0, None
         try:
-            for row_id, tid, ts in self._db.execute('SELECT id, topic_id, timestamp FROM messages ORDER BY id'):
+            rows = self._db.execute('SELECT id, topic_id, timestamp FROM messages ORDER BY id')
+            for row_id, tid, ts in rows:
                 yield row_id // BATCH, tid, 1, row_id, row_id, ts, ts
                 last_id, last_ns = row_id, ts
         except sqlite3.DatabaseError as e:
@@ -255,10 +258,10 @@ class Db3File:
         if id_range is not None:
             where += ' AND id BETWEEN ? AND ?'
             ids += list(id_range)
-        table = 'messages' if self._max_id is None else 'messages NOT INDEXED'   # a damaged index stays unused
+        table = 'messages' if self._max_id is None else 'messages NOT INDEXED'   # damaged: no index
         try:
-            cur = self._db.execute(f'SELECT topic_id, timestamp, data FROM {table} WHERE {where} ORDER BY {order}',
-                                   ids)
+            cur = self._db.execute(f'SELECT topic_id, timestamp, data FROM {table} WHERE {where} '
+                                   f'ORDER BY {order}', ids)
             while rows := cur.fetchmany(BATCH):
                 yield rows
         except sqlite3.DatabaseError as e:
@@ -270,8 +273,8 @@ class Db3File:
     def iter_pieces(self, channel_ids: set[int], chunks: list[Any] | None = None) -> Iterator[_Piece]:
         """Messages of the wanted channels in file (row id) order, at most ``BATCH`` rows per piece; only
         the row-id ranges of ``chunks`` (entries of ``summary.chunk_indexes``) when given."""
-        ranges = [None] if chunks is None else [(c.chunk_start_offset, c.chunk_start_offset + c.chunk_length - 1)
-                                                for c in chunks]
+        ranges = [None] if chunks is None else [
+            (c.chunk_start_offset, c.chunk_start_offset + c.chunk_length - 1) for c in chunks]
         for rows in (rows for r in ranges for rows in self._rows(channel_ids, 'id', r)):
             tids, stamps, payloads = zip(*rows)
             if payloads[0][:4] == _ZSTD_MAGIC:           # compression_mode: message (every payload)

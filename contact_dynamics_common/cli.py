@@ -128,8 +128,8 @@ def _cmd_info(args) -> int:
     bag = BagReader(args.bag)
     recovery = bag.recovery if args.no_verify else bag.verify()
     counts = bag.message_counts
-    print(f'bag: {args.bag}\nstorage: {bag.storage} (index: {", ".join(sorted(set(recovery.indexed_by.values())))})'
-          f'\nmetadata: {bag.metadata_source}')
+    index = ', '.join(sorted(set(recovery.indexed_by.values())))
+    print(f'bag: {args.bag}\nstorage: {bag.storage} (index: {index})\nmetadata: {bag.metadata_source}')
     print(f'duration: {bag.duration_s:.3f} s\nstart: {bag.start_ns} ns\ntopics:')
     for topic, typ in sorted(bag.topics.items()):
         print(f'  {topic:40s} {typ:45s} {counts.get(topic, 0)} msgs')

@@ -104,7 +104,8 @@ def test_db3_columns_and_messages_equal_mcap(pair, monkeypatch):
         assert reader.storage == 'sqlite3' and reader.topics == want.topics
         assert reader.message_counts == want.message_counts == {'/wrench': 3000, '/joint_states': 3000}
         assert (reader.start_ns, reader.end_ns) == (want.start_ns, want.end_ns)
-        assert reader.custom_data == want.custom_data and reader.custom_data['ground_truth']['stiffness'] == 4800
+        assert reader.custom_data == want.custom_data
+        assert reader.custom_data['ground_truth']['stiffness'] == 4800
         assert reader.offered_qos('/wrench') == want.offered_qos('/wrench')
         fast.clear()
         cols = reader.columns_many()
@@ -113,7 +114,8 @@ def test_db3_columns_and_messages_equal_mcap(pair, monkeypatch):
             assert_columns_equal(cols[topic], want_cols[topic])
             assert_columns_equal(reader.columns(topic, fast=False), want_cols[topic])
         assert list(reader.raw_messages()) == want_raw
-        assert list(reader.raw_messages(['/joint_states'])) == [m for m in want_raw if m[0] == '/joint_states']
+        joints = [m for m in want_raw if m[0] == '/joint_states']
+        assert list(reader.raw_messages(['/joint_states'])) == joints
         decoded = list(reader.messages(['/wrench']))
         assert [m[3].wrench.force.z for m in decoded] == list(want_cols['/wrench']['force'][:, 2])
         assert not reader.recovery.damaged and reader.recovery.indexed_by == {
@@ -241,7 +243,8 @@ def test_db3_cut_by_a_power_loss_is_read_up_to_the_damage(pair, tmp_path, capsys
         assert [m[2] for m in got] == sorted(m[2] for m in got)
         rec = reader.recovery
         assert rec.damaged and rec.messages == len(got) and rec.damage[0].kind == 'truncated'
-        assert rec.last_good_ns == max(m[2] for m in got) and f'ends at byte {int(len(data) * frac)}' in rec.lines()[1]
+        assert rec.last_good_ns == max(m[2] for m in got)
+        assert f'ends at byte {int(len(data) * frac)}' in rec.lines()[1]
         cols = reader.columns_many()
         assert {t: len(c['log_ns']) for t, c in cols.items()} == rec.per_topic
         assert main(['info', str(bag)]) == 0

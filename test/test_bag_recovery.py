@@ -218,7 +218,9 @@ def test_missing_metadata_is_rebuilt_like_reindex(bags, tmp_path, monkeypatch):
     shutil.copytree(path, bag)
     (bag / 'metadata.yaml').unlink()
 
-    monkeypatch.setattr(Path, 'write_text', lambda *a, **k: (_ for _ in ()).throw(PermissionError(13, 'denied')))
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, 'denied')
+    monkeypatch.setattr(Path, 'write_text', refuse)
     reader = BagReader(bag)                               # not writable: kept in memory, and says so
     monkeypatch.undo()
     assert 'kept in memory' in reader.metadata_source and 'not writable' in reader.metadata_source
