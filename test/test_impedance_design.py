@@ -143,3 +143,16 @@ def test_pipeline_counts_bad_stamps_and_resets_on_a_time_jump():
     pl.push_joint_columns(st[:100] - 5 * 10**9, ['slider'], x[:100, None], F[:100, None])   # looped bag
     pl.step()
     assert pl.status()['time_jumps'] == 1 and pl.profile().n.sum() < 100     # restarted from scratch
+
+
+def test_excitation_cli_designs_checks_and_refuses(tmp_path, capsys):
+    from contact_dynamics_common.cli import main as cli
+    out = tmp_path / 'traj.csv'
+    assert cli(['impedance-excitation', '--duration', '30', '--guess', '0.581', '11.5', '2000', '--out', str(out)]) == 0
+    text = capsys.readouterr().out
+    assert 'excitation ok' in text and out.is_file()
+    data = np.loadtxt(out, delimiter=',', skiprows=1)
+    assert data.shape == (120000, 4) and data[:, 1].min() >= 0.0 and data[:, 1].max() <= 0.024
+    assert cli(['impedance-excitation', '--frequencies', '1.5', '--duration', '30']) == 3
+    text = capsys.readouterr().out
+    assert 'single tone' in text and 'excitation refuse' in text

@@ -206,3 +206,62 @@ def check_design(x, v, a, edges, *, v_min: float = 5e-3, n_min: int = 200, limit
     msg = (f'excitation {verdict}: worst kappa {worst:.3g} (warn > {warn:.0e}, refuse > {refuse:.0e})'
            + (': ' + '; '.join(problems) if problems else ''))
     return DesignCheck(edges, kappa, n, verdict, msg, violations)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """contact-dynamics impedance-excitation: design a multisine for a device and check it (B5 (i), B7 item 3)."""
+    import argparse
+    import csv
+    from pathlib import Path
+
+    from .segmented import uniform_edges
+
+    ap = argparse.ArgumentParser(prog='contact-dynamics impedance-excitation', description=(
+        'Design a Schroeder-phased multisine within the stroke and the velocity, acceleration and force limits '
+        'of the device, and check per segment that it separates mass and stiffness (kappa: warn > 1e3, refuse '
+        '> 1e6). Exit code 3 when the design is refused.'))
+    ap.add_argument('--frequencies', type=float, nargs='+', default=[1.5, 6.3, 13.7], help='tones (Hz)')
+    ap.add_argument('--amplitudes', type=float, nargs='+', help='relative amplitudes (default 1/f^2)')
+    ap.add_argument('--span', type=float, nargs=2, default=[0.0, 0.024], help='position range to cover (m)')
+    ap.add_argument('--segments', type=int, default=8)
+    ap.add_argument('--stroke', type=float, nargs=2, default=[0.0, 0.070], help='device stroke (m)')
+    ap.add_argument('--max-velocity', type=float, default=3.4)
+    ap.add_argument('--max-acceleration', type=float, default=272.0)
+    ap.add_argument('--max-force', type=float, default=60.0)
+    ap.add_argument('--guess', type=float, nargs=3, metavar=('MASS', 'DAMPING', 'STIFFNESS'),
+                    help='rough model for the force limit (kg, N*s/m, N/m)')
+    ap.add_argument('--duration', type=float, default=100.0)
+    ap.add_argument('--rate', type=float, default=4000.0)
+    ap.add_argument('--fade-in', type=float, default=2.0)
+    ap.add_argument('--min-velocity', type=float, default=5e-3)
+    ap.add_argument('--out', help='CSV of the commanded trajectory t, x, v, a')
+    a = ap.parse_args(argv)
+    limits = Limits(tuple(a.stroke), a.max_velocity, a.max_acceleration, a.max_force)
+    model = dict(zip(('mass', 'damping', 'stiffness'), a.guess)) if a.guess else None
+    try:
+        d = design_multisine(a.frequencies, a.amplitudes, limits=limits, span=tuple(a.span), model=model)
+    except ExcitationRefused as exc:
+        print(f'refused: {exc}')
+        return 3
+    t = np.arange(int(round(a.duration * a.rate))) / a.rate
+    x, v, acc = d.motion(t, fade_in=a.fade_in)
+    keep = t >= a.fade_in
+    chk = check_design(x[keep], v[keep], acc[keep], uniform_edges(a.span[0], a.span[1], a.segments),
+                       v_min=a.min_velocity, limits=limits)
+    print('tones: ' + ', '.join(f'{amp * 1e3:.3g} mm @ {f:g} Hz' for amp, f in zip(d.amplitudes, d.frequencies)))
+    print(f"offset {d.offset * 1e3:.3g} mm; x in [{d.peak['x_min'] * 1e3:.3g}, {d.peak['x_max'] * 1e3:.3g}] mm, "
+          f"|v| <= {d.peak['v']:.3g} m/s, |a| <= {d.peak['a']:.3g} m/s^2"
+          + (f", |F| <= {d.peak['F']:.3g} N" if np.isfinite(d.peak['F']) else ''))
+    for w in d.warnings:
+        print(f'warning: {w}')
+    for dn, row_k, row_n in zip(DIRECTIONS, chk.kappa, chk.n):
+        print(f'{dn}: kappa ' + ' '.join(f'{k:.3g}' for k in row_k) + ' | samples ' + ' '.join(str(n) for n in row_n))
+    print(chk.message)
+    if a.out:
+        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+        with open(a.out, 'w', newline='', encoding='utf-8') as fh:
+            w = csv.writer(fh)
+            w.writerow(['t', 'x', 'v', 'a'])
+            w.writerows(np.column_stack([t, x, v, acc]).tolist())
+        print(f'trajectory written to {a.out}')
+    return 3 if chk.refused else 0

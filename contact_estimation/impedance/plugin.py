@@ -26,6 +26,8 @@ PLUGIN = Plugin(
     commands=(
         Command('impedance-profile', f'{_IM}.report:main',
                 'batch segmented least-squares impedance profile of a bag: table and m/b/k/F_c plots with 2-sigma bands'),
+        Command('impedance-excitation', f'{_IM}.excitation:main',
+                'design a multisine within the device limits and check that it separates mass and stiffness'),
     ),
     simulators=(
         Simulator('impedance-plant', f'{_IM}.simulate:main',
