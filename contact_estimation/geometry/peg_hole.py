@@ -62,22 +62,40 @@ class ContactManifold:
         return len(self.pair)
 
 
-def _rim_search(dist, n: int, levels: int) -> tuple[np.ndarray, np.ndarray]:
-    """Minimise dist(phi (n, 8)) -> (n, 8) by the paper's interval refinement; returns (phi*, d*)."""
-    phi = np.tile(np.arange(8) * (np.pi / 4), (n, 1))
-    d = dist(phi)
-    j = np.argmin(d, axis=1)
-    step = np.full(n, np.pi / 4)
-    best_phi = phi[np.arange(n), j]
+def _rim_search(w0: np.ndarray, A: np.ndarray, r: float, levels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Minimise, over the rim R(φ) = P1h + r (cos φ, sin φ, 0) (hole frame), the distance from R to the point
+    X = A0 + s A nearest to R on a segment (s clamped to [0, 1]; A = 0 for a point), for (n, f) features at
+    once by the paper's refinement. ``w0`` = P1h − A0 (n, f, 3). Returns φ*, d*, s* (n, f)."""
+    W = np.einsum('nfi,nfi->nf', w0, w0)[..., None] + r * r
+    AA = np.einsum('nfi,nfi->nf', A, A)
+    AAs = np.where(AA > 0, AA, 1.0)[..., None]
+    AA = AA[..., None]
+    wA = np.einsum('nfi,nfi->nf', w0, A)[..., None]
+    wx, wy = 2 * r * w0[..., 0:1], 2 * r * w0[..., 1:2]
+    ax, ay = r * A[..., 0:1], r * A[..., 1:2]
+
+    def dist2(phi):
+        c, sn = np.cos(phi), np.sin(phi)
+        D = wA + c * ax + sn * ay
+        s = np.clip(D / AAs, 0.0, 1.0)
+        return W + c * wx + sn * wy - 2 * s * D + s * s * AA, s
+
+    n, f = w0.shape[:2]
+    phi = np.broadcast_to(np.arange(8) * (np.pi / 4), (n, f, 8))
+    step = np.pi / 4
+    d2, s = dist2(phi)
+    j = np.argmin(d2, axis=2)[..., None]
+    best = np.take_along_axis(phi, j, 2)
+    offsets = np.arange(8.0)
     for _ in range(levels):
-        lo = best_phi - step
         new_step = 2 * step / 7
-        phi = lo[:, None] + np.arange(8) * new_step[:, None]
-        d = dist(phi)
-        j = np.argmin(d, axis=1)
-        best_phi = phi[np.arange(n), j]
+        phi = best - step + offsets * new_step
+        d2, s = dist2(phi)
+        j = np.argmin(d2, axis=2)[..., None]
+        best = np.take_along_axis(phi, j, 2)
         step = new_step
-    return best_phi, d[np.arange(n), j]
+    d = np.sqrt(np.maximum(np.take_along_axis(d2, j, 2)[..., 0], 0.0))
+    return best[..., 0], d, np.take_along_axis(s, j, 2)[..., 0]
 
 
 def detect(peg_p0, peg_p1, peg_radius, hole: HoleGeometry, hole_rotation=None, hole_position=None,
@@ -127,31 +145,27 @@ def detect(peg_p0, peg_p1, peg_radius, hole: HoleGeometry, hole_rotation=None, h
         n = len(idx)
         Ea = E[idx]
         ring = lambda phi: np.stack([r * np.cos(phi), r * np.sin(phi), np.full(phi.shape, z1)], axis=-1)
-        for e, feat in ((0, RIM_CAP0), (1, RIM_CAP1)):
-            P = Ea[:, e]
-            phi, d = _rim_search(lambda ph_: np.linalg.norm(ring(ph_) - P[:, None, :], axis=2), n, levels)
-            hit = d < rp[idx]
-            if hit.any():
-                R = ring(phi[hit])
-                nrm = (P[hit] - R) / d[hit][:, None]
-                out.append((idx[hit], np.full(hit.sum(), feat), R, nrm, rp[idx][hit] - d[hit],
-                            np.full(hit.sum(), float(e))))
+        top = np.array([0.0, 0.0, z1])
         A0, A = Ea[:, 0], Ea[:, 1] - Ea[:, 0]
-        AA = np.einsum('ni,ni->n', A, A)
-
-        def body_dist(ph_):
-            R = ring(ph_)
-            s = np.clip(np.einsum('nki,ni->nk', R - A0[:, None, :], A) / AA[:, None], 0.0, 1.0)
-            return np.linalg.norm(R - (A0[:, None, :] + s[..., None] * A[:, None, :]), axis=2)
-
-        phi, d = _rim_search(body_dist, n, levels)
-        R = ring(phi)
-        s = np.einsum('ni,ni->n', R - A0, A) / AA
-        hit = (d < rp[idx]) & (s > 0.0) & (s < 1.0)
+        w0 = np.stack([top - Ea[:, 0], top - Ea[:, 1], top - A0], axis=1)          # RIM_CAP0, RIM_CAP1, RIM_BODY
+        Af = np.stack([np.zeros_like(A), np.zeros_like(A), A], axis=1)
+        phi, d, sb = _rim_search(w0, Af, r, levels)
+        rpi = rp[idx]
+        for f, feat in ((0, RIM_CAP0), (1, RIM_CAP1)):
+            hit = d[:, f] < rpi
+            if hit.any():
+                R = ring(phi[hit, f])
+                P = Ea[hit, f]
+                nrm = (P - R) / d[hit, f][:, None]
+                out.append((idx[hit], np.full(hit.sum(), feat), R, nrm, rpi[hit] - d[hit, f],
+                            np.full(hit.sum(), float(f))))
+        s_b = sb[:, 2]
+        hit = (d[:, 2] < rpi) & (s_b > 0.0) & (s_b < 1.0)
         if hit.any():
-            Rp = A0[hit] + s[hit][:, None] * A[hit]
-            nrm = (Rp - R[hit]) / d[hit][:, None]
-            out.append((idx[hit], np.full(hit.sum(), RIM_BODY), R[hit], nrm, rp[idx][hit] - d[hit], s[hit]))
+            R = ring(phi[hit, 2])
+            Rp = A0[hit] + s_b[hit][:, None] * A[hit]
+            nrm = (Rp - R) / d[hit, 2][:, None]
+            out.append((idx[hit], np.full(hit.sum(), RIM_BODY), R, nrm, rpi[hit] - d[hit, 2], s_b[hit]))
     # case 4: top face
     m = (ez - rp[:, None] < c) & (ez > c - rp[:, None] - 0.0) & (rho >= r) & \
         (np.abs(E[..., 0]) <= hole.a / 2) & (np.abs(E[..., 1]) <= hole.b / 2)
@@ -179,14 +193,16 @@ def detect(peg_p0, peg_p1, peg_radius, hole: HoleGeometry, hole_rotation=None, h
 
 
 def _dedup(pair, s, C, tol) -> np.ndarray:
-    """Drop a contact within ``tol`` of an earlier one of the same pair and peg feature (same s)."""
+    """Drop a contact within ``tol`` of another one of the same pair and peg feature (same s): contacts sorted
+    by (pair, s) so that candidates are neighbours; linear in the number of contacts."""
     keep = np.ones(len(pair), bool)
     if len(pair) < 2:
         return keep
-    same = (pair[:, None] == pair[None]) & (np.abs(s[:, None] - s[None]) < 1e-12) & \
-        (np.linalg.norm(C[:, None] - C[None], axis=2) < tol)
-    dup = np.triu(same, 1).any(axis=0)
-    return ~dup
+    order = np.lexsort((s, pair))
+    ps, ss, cs = pair[order], s[order], C[order]
+    dup = (ps[1:] == ps[:-1]) & (np.abs(ss[1:] - ss[:-1]) < 1e-12) & (np.linalg.norm(cs[1:] - cs[:-1], axis=1) < tol)
+    keep[order[1:][dup]] = False
+    return keep
 
 
 def rim_point_closed_form(P, hole: HoleGeometry) -> np.ndarray:

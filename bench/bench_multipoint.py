@@ -1,0 +1,99 @@
+"""Benchmark the multi-point contact pieces (issue 9).
+
+1. Peg/hole detection (wahl_colton.md A4, closed form + the paper's rim search at L levels) batched over N
+   pairs: µs per pair per step (Wahl et al. report ~20 µs per pair on a 4.13 GHz i7; goal <= 10 µs), and the
+   number of pairs a 10 ms step could hold.
+2. The multi-point estimator on the ACU gravity drop (M2, 1 kHz, 401 samples): streaming throughput of the
+   pipeline (pairing, contact kinematics of 5 x 12 convex parts, regressor) in samples/s, and the cost of one
+   global bounded least-squares update over the whole record, i.e. the update rate the node can sustain.
+
+    python bench/bench_multipoint.py [--levels 6] [--repeat 20]
+Figures depend on the machine and its load (a shared 2-core machine gives noisy numbers).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from contact_estimation.geometry.peg_hole import HoleGeometry, detect  # noqa: E402
+
+
+def best_of(fn, repeat: int) -> float:
+    best = float('inf')
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def bench_peg_hole(levels: int, repeat: int) -> None:
+    hole = HoleGeometry(0.0175, 0.050)
+    rng = np.random.default_rng(0)
+    print(f'peg/hole detection, rim search L = {levels} (Wahl: ~20 us/pair; goal <= 10 us/pair)')
+    print(f'{"pairs":>8} {"call [ms]":>10} {"per pair [us]":>14} {"contacts":>9} {"pairs in 10 ms":>15}')
+    for n in (1, 20, 100, 1000, 10000):
+        p0 = np.c_[rng.uniform(-4, 4, (n, 2)) * 1e-3, rng.uniform(10, 90, n) * 1e-3]
+        p1 = p0 + np.c_[rng.uniform(-5, 5, (n, 2)) * 1e-3, np.full(n, 0.1)]
+        r = rng.uniform(0.0170, 0.0175, n)
+        m = detect(p0, p1, r, hole, levels=levels)
+        t = best_of(lambda: detect(p0, p1, r, hole, levels=levels), repeat if n <= 1000 else max(3, repeat // 5))
+        print(f'{n:>8} {t * 1e3:>10.3f} {t / n * 1e6:>14.2f} {len(m):>9} {int(0.010 / (t / n)):>15}')
+
+
+def bench_estimator(repeat: int) -> None:
+    from contact_dynamics_common.params import validate_all
+    from contact_estimation.geometry.rotations import quat_to_matrix
+    from contact_estimation.multipoint.config import PARAMS
+    from contact_estimation.multipoint.pipeline import MultiPointPipeline
+    from contact_estimation.multipoint.scenarios import gravity_drop
+
+    root = Path(__file__).resolve().parents[1]
+    params = validate_all(PARAMS, {'geometry_file': str(root / 'config' / 'multipoint_acu_geometry.yaml')})
+    tr = gravity_drop('M2').trajectory
+    n = len(tr.t)
+    stamps = 10**9 + np.round(tr.t * 1e9).astype(np.int64)
+    R = quat_to_matrix(tr.q)
+    rot = lambda a: np.einsum('nji,nj->ni', R, a)
+    F, M, v, w = rot(tr.force), rot(tr.moment), rot(tr.v), rot(tr.w)
+
+    def stream(chunk: int) -> MultiPointPipeline:
+        pl = MultiPointPipeline(params)
+        for a in range(0, n, chunk):
+            b = min(a + chunk, n)
+            pl.push_wrench_columns(stamps[a:b], F[a:b], M[a:b])
+            pl.push_pose_columns(stamps[a:b], tr.p[a:b], tr.q[a:b], v[a:b], w[a:b])
+            pl._pair()
+        return pl
+
+    print(f'\nmulti-point estimator on the M2 gravity drop ({n} samples at 1 kHz, 12 environment parts)')
+    for chunk in (1, 100):
+        t = best_of(lambda: stream(chunk), max(2, repeat // 5))
+        label = 'sample by sample' if chunk == 1 else f'chunks of {chunk} (10 Hz ticks)'
+        print(f'  pairing + kinematics + regressor, {label:32s}: {n / t:10.0f} samples/s')
+    pl = stream(100)
+    t = best_of(pl.step, repeat)
+    print(f'  global bounded LS over {len(pl._rows_t)} instants ({3 * len(pl._rows_t)} rows): {t * 1e3:.2f} ms '
+          f'-> {1 / t:.0f} updates/s')
+    e = pl.step()
+    print(f'  estimate: k = {e.stiffness:.6g} N/m, b = {e.damping:.6g} N*s/m, mu = {e.friction:.6g} ({e.reason})')
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--levels', type=int, default=6)
+    parser.add_argument('--repeat', type=int, default=20)
+    args = parser.parse_args(argv)
+    bench_peg_hole(args.levels, args.repeat)
+    bench_estimator(args.repeat)
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
