@@ -117,8 +117,16 @@ class PostureEvaluator:
         self.diff = np.array(self.diff).reshape(-1, len(self.tree.names))
 
     # ------------------------------------------------------------------ step 1: ground contact
+    def _pose(self, x: np.ndarray, theta: np.ndarray):
+        Rb = rpy_matrix(x[:, 1], x[:, 2])
+        pb = np.zeros((x.shape[0], 3))
+        pb[:, 2] = x[:, 0]
+        theta[:, self.passive] = x[:, 3:]
+        return Rb, pb, self.tree.fk(Rb, pb, theta)
+
     def solve_ground(self, theta: np.ndarray):
-        """Base pose and passive joints with all wheels on flat ground. Returns (R, p, θ, converged, residual)."""
+        """Base pose and passive joints with all wheels on flat ground (only the candidates not yet converged are
+        iterated). Returns (R, p, θ, converged, residual, (oR, op, oa))."""
         K = theta.shape[0]
         t = self.tree
         theta = theta.copy()
@@ -127,29 +135,33 @@ class PostureEvaluator:
         R_w = t.wheel_radius
         e_y = np.array([0.0, 1.0, 0.0])
         res = np.full(K, np.inf)
+        act = np.arange(K)
         for it in range(self.max_iter + 1):
-            Rb = rpy_matrix(x[:, 1], x[:, 2])
-            pb = np.zeros((K, 3))
-            pb[:, 2] = x[:, 0]
-            theta[:, self.passive] = x[:, 3:]
-            oR, op, oa = t.fk(Rb, pb, theta)
+            xa, tha = x[act], theta[act]
+            Rb, pb, (oR, op, oa) = self._pose(xa, tha)
+            theta[act] = tha
             c, a = t.wheel_geometry(oR, op, oa)
             h = c[:, :, 2] - R_w * np.sqrt(np.maximum(0.0, 1.0 - a[:, :, 2] ** 2))
-            r = np.concatenate([h, theta @ self.diff.T], axis=1)
-            res = np.abs(r).max(axis=1)
+            r = np.concatenate([h, tha @ self.diff.T], axis=1)
             if it == 0:                                   # start from the mean height
-                x[:, 0] -= h.mean(axis=1)
+                x[act, 0] -= h.mean(axis=1)
                 continue
-            if np.all(res < self.tol) or it == self.max_iter:
+            res[act] = np.abs(r).max(axis=1)
+            keep = res[act] >= self.tol
+            if not keep.any() or it == self.max_iter:
                 break
+            act, xa, r, c, a, pb = act[keep], xa[keep], r[keep], c[keep], a[keep], pb[keep]
+            op = {j: v[keep] for j, v in op.items()}
+            oa = {j: v[keep] for j, v in oa.items()}
+            k = act.size
             rel = c - pb[:, None, :]
             # h = c_z − R sqrt(1 − a_z²): dh = dc_z + R a_z/sqrt(1 − a_z²) da_z, with dc = u × (c − o), da = u × a
             s_ = np.sqrt(np.maximum(1e-12, 1.0 - a[:, :, 2] ** 2))
             gain = R_w * a[:, :, 2] / s_
             W = c.shape[1]
-            J = np.zeros((K, r.shape[1], x.shape[1]))
+            J = np.zeros((k, r.shape[1], x.shape[1]))
             J[:, :W, 0] = 1.0
-            u_roll = np.stack([np.cos(x[:, 2]), np.zeros(K), -np.sin(x[:, 2])], axis=1)
+            u_roll = np.stack([np.cos(xa[:, 2]), np.zeros(k), -np.sin(xa[:, 2])], axis=1)
             J[:, :W, 1] = np.cross(u_roll[:, None, :], rel)[:, :, 2] + gain * np.cross(u_roll[:, None, :], a)[:, :, 2]
             J[:, :W, 2] = -rel[:, :, 0] + gain * np.cross(e_y, a)[:, :, 2]
             for m_, col in enumerate(self.passive):
@@ -161,8 +173,9 @@ class PostureEvaluator:
                 J[:, W:, 3 + m_] = self.diff[:, col]
             JT = np.transpose(J, (0, 2, 1))
             A = JT @ J + 1e-12 * np.eye(x.shape[1])
-            x -= np.linalg.solve(A, (JT @ r[:, :, None]))[:, :, 0]
-        return Rb, pb, theta, res < 1e-8, res, (oR, op, oa)
+            x[act] = xa - np.linalg.solve(A, (JT @ r[:, :, None]))[:, :, 0]
+        Rb, pb, kin = self._pose(x, theta)
+        return Rb, pb, theta, res < 1e-8, res, kin
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, current: dict, candidates: list[Candidate], obstacle: Obstacle) -> Evaluation:
