@@ -1054,6 +1054,10 @@ class BagReader:
             self.topics.update(mf.topics)
         self._decoders: dict[tuple[str, bytes], Any] = {}     # (schema name, text) -> mcap_ros2 decoder
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable (e.g. sent to a Dask worker); decoders are built again when needed."""
+        return {**self.__dict__, '_decoders': {}}
+
     def _rebuild_metadata(self, write: bool) -> None:
         """``info`` rebuilt from the files' summaries (or scans), as ``ros2 bag reindex`` does; custom data
         and distro from the first file's own record when it has one."""

@@ -115,14 +115,30 @@ class Db3File:
             os.truncate(self._tmp, expected)
         return self._tmp
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable (e.g. sent to a Dask worker): the connection is opened again on the other side."""
+        return {k: v for k, v in self.__dict__.items() if k not in ('_db', '_decompress')}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._decompress = zstandard.ZstdDecompressor()
+        if self._max_id is None:
+            self._db = self._connect(self.path)
+        else:                                 # a damaged file: read from a padded copy again
+            try:
+                self._db = self._connect(self._padded_copy())
+            finally:
+                if self._tmp is not None:
+                    self._tmp.unlink(missing_ok=True)
+
     @staticmethod
     def _connect(path: Path) -> sqlite3.Connection:
         try:
-            db = sqlite3.connect(f'file:{path}?mode=ro', uri=True)
+            db = sqlite3.connect(f'file:{path}?mode=ro', uri=True, check_same_thread=False)
             db.execute('SELECT count(*) FROM sqlite_master').fetchone()
             return db
         except sqlite3.OperationalError:                    # e.g. a hot journal in a read-only place
-            return sqlite3.connect(f'file:{path}?immutable=1', uri=True)
+            return sqlite3.connect(f'file:{path}?immutable=1', uri=True, check_same_thread=False)
 
     def _columns(self, table: str) -> set[str]:
         return {r[1] for r in self._db.execute(f'PRAGMA table_info({table})')}

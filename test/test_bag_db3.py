@@ -11,6 +11,7 @@ os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
 os.environ.setdefault('ROS_DOMAIN_ID', '57')
 os.environ.setdefault('ROS_LOG_DIR', '/tmp/ros_log_bag')
 
+import pickle  # noqa: E402
 import shutil  # noqa: E402
 import sqlite3  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -120,6 +121,7 @@ def test_db3_columns_and_messages_equal_mcap(pair, monkeypatch):
         assert [m[3].wrench.force.z for m in decoded] == list(want_cols['/wrench']['force'][:, 2])
         assert not reader.recovery.damaged and reader.recovery.indexed_by == {
             f'{path.name}.db3': 'sqlite3'}
+        assert_columns_equal(pickle.loads(pickle.dumps(reader)).columns('/wrench'), want_cols['/wrench'])
 
 
 def test_db3_matches_an_independent_reader(pair):
@@ -247,5 +249,7 @@ def test_db3_cut_by_a_power_loss_is_read_up_to_the_damage(pair, tmp_path, capsys
         assert f'ends at byte {int(len(data) * frac)}' in rec.lines()[1]
         cols = reader.columns_many()
         assert {t: len(c['log_ns']) for t, c in cols.items()} == rec.per_topic
+        again = pickle.loads(pickle.dumps(reader))                    # as sent to a Dask worker
+        assert list(again.raw_messages()) == got and again.recovery.messages == len(got)
         assert main(['info', str(bag)]) == 0
         assert f'recovered {len(got)} intact messages' in capsys.readouterr().out
