@@ -167,6 +167,21 @@ def test_t14_nodes_over_dds_match_offline_and_posture_service(rover):
         req.candidates.append(PostureCandidate(joint_names=['nope'], positions=[0.0], approach_speed=0.07, label='x'))
         resp = call_service(pub_node, client, req, timeout=20)
         assert resp.success and resp.evaluation.best_index == -1 and 'unknown joint' in resp.evaluation.reject_reason[0]
+        # explicit candidates on ~/candidates replace the grid; a new hypothesis triggers a published evaluation
+        from contact_dynamics.msg import PostureCandidateArray
+        cpub = pub_node.create_publisher(PostureCandidateArray, '/posture_evaluator/candidates', 10)
+        opub = pub_node.create_publisher(ObstacleHypothesis, '/posture_evaluator/obstacle', 10)
+        wait_matched([cpub, opub], timeout=20)
+        arr = PostureCandidateArray()
+        arr.candidates = [PostureCandidate(joint_names=['body_lift_joint'], positions=[yb - 0.75], approach_speed=0.07,
+                                           label=f'{yb:.2f}') for yb in (0.55, 0.75, 0.95)]
+        cpub.publish(arr)
+        time.sleep(0.5)
+        opub.publish(_obstacle(pub_node, np.deg2rad(40)))
+        topic = '/posture_evaluator/posture_evaluation'
+        assert listener.wait_for(lambda: any(len(m.candidates) == 3 for m in listener.get(topic)), 10)
+        ev = [m for m in listener.get(topic) if len(m.candidates) == 3][-1]
+        assert ev.candidates[0].label == '0.55' and abs(ev.beta_rad - np.deg2rad(40)) < 1e-12
         assert posture.poll() is None and impact.poll() is None
     finally:
         pub_node.destroy_node()
