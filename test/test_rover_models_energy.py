@@ -289,6 +289,9 @@ def test_t13_symmetric_and_single_wheel(pr3d):
     from rover_contact.validation.contact_laws import peak_force_from_tc
     f2 = peak_force_from_tc(res.t_c_per_contact[0], 1e9, 1.5)
     assert f2 == pytest.approx(1e9 ** 0.4 * (2.5 * res.t_c / 2) ** 0.6, rel=1e-12)
+    from rover_contact.validation.impact_sim import frozen
+    run = frozen(M, lam, v, pr3d.mech_rows(), law='hertz', e=1.0, k=1e9, p=1.5)    # symmetric two-wheel impact
+    assert run.f_max_each == pytest.approx([f2, f2], rel=2e-3)
     one = pr3d.contact_rows(q, ['front_left'], n_in_ros(np.deg2rad(90)))
     r1 = impact(M, pr3d.mech_rows(), one, v)
     assert r1.t_c == pytest.approx(t_c(M, np.vstack([pr3d.mech_rows(), one]), v), rel=1e-12)
