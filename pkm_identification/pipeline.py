@@ -114,6 +114,7 @@ class PkmPipeline:
         self.stamp_ns = 0
         self.pred = None
         self.counts_used = 0
+        self._reported_used = 0
 
     def set_active(self, preset_or_names) -> list[str]:
         """'inertial' | 'friction' | 'all' | a list of parameter names; returns the active names."""
@@ -183,7 +184,8 @@ class PkmPipeline:
 
     # ------------------------------------------------------------------ processing
     def step(self) -> PkmEstimate | None:
-        """Process every sample that has its full differentiation window; return the current estimate."""
+        """Process every sample that has its full differentiation window; return the estimate, or None when no
+        new sample was used since the last one (the convergence history then holds one entry per update)."""
         stamps, rows = self.buffer.pop_all()
         if len(stamps):
             finite = np.isfinite(rows[:, 0:6]).all(1) & np.isfinite(rows[:, 12:18]).all(1)
@@ -193,7 +195,10 @@ class PkmPipeline:
                     self.reset()
                 if len(seg.index):
                     self._append(stamps[seg.index], rows[seg.index])
-        return self.estimate() if self.counts_used else None
+        if self.counts_used == self._reported_used:
+            return None                              # nothing new since the last estimate: publish nothing
+        self._reported_used = self.counts_used
+        return self.estimate()
 
     def _append(self, t: np.ndarray, x: np.ndarray) -> None:
         self._win_t = np.concatenate([self._win_t, t])
