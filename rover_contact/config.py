@@ -17,7 +17,8 @@ COMMON: list[ParamSpec] = [
               'Joint-role map of the rover (wheels with radius, rockers, bogies, steering, passive/locked joints, '
               'differential rows, posture joints); its urdf key names the URDF. Relative paths are also looked up '
               "in the package's config/. Shipped: rover_pr3d_roles.yaml (spec model PR extruded to 3-D, "
-              'RCP-like), rover_osr_like_roles.yaml (Open-Source-Rover-like rocker-bogie).', check=_nonempty),
+              'RCP-like), rover_rcp_like_roles.yaml (28-body RCP layout), rover_osr_like_roles.yaml '
+              '(Open-Source-Rover-like rocker-bogie). Masses of all three are synthetic.', check=_nonempty),
     ParamSpec('urdf_path', '', "URDF overriding the role map's urdf ('' = the role map's). A URDF that lacks a "
               'mapped joint stops the node with the joint names.'),
     ParamSpec('robot_description_topic', '', "std_msgs/String URDF topic (transient local), e.g. "
