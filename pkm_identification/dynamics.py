@@ -133,7 +133,8 @@ def inverse_dynamics(m: Machine, theta12, q, qd, qdd, friction=None, friction_mo
     rhs[:, :3] += t['m_p'] * (qdd[:, :3] - g)
     Ip = np.einsum('nij,j,nkj->nik', p.R, [t['Ixxp'], t['Iyyp'], t['Izzp']], p.R)
     w, a = sm.omega, sm.alpha
-    rhs[:, 3:] += np.einsum('nji,nj->ni', p.U, np.einsum('nij,nj->ni', Ip, a) + np.cross(w, np.einsum('nij,nj->ni', Ip, w)))
+    torque_p = np.einsum('nij,nj->ni', Ip, a) + np.cross(w, np.einsum('nij,nj->ni', Ip, w))
+    rhs[:, 3:] += np.einsum('nji,nj->ni', p.U, torque_p)
     s2, s23 = strut_frames(p.s3)
     Is = ((t['Ixxb'] + t['Ixxe']) * s2[..., :, None] * s2[..., None, :]
           + (t['Iyyb'] + t['Iyye']) * p.s3[..., :, None] * p.s3[..., None, :]

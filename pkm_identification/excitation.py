@@ -47,7 +47,8 @@ def score(m: Machine, q, qd, qdd, *, friction: bool = False, prior_rel_std: floa
     p = K.pose(m, q)
     Ld = K.strut_motion(p, qd, qdd).Ld
     lo, hi = m.stroke
-    return ExcitationScore(names, rep.rank, rep.condition_number, exc, [n for n, e in zip(names, exc) if e >= threshold],
+    excited = [n for n, e in zip(names, exc) if e >= threshold]
+    return ExcitationScore(names, rep.rank, rep.condition_number, exc, excited,
                            (float(p.L.min()), float(p.L.max())), float(np.abs(Ld).max()),
                            bool(p.L.min() >= lo and p.L.max() <= hi), float(np.abs(Y @ theta).max()))
 

@@ -129,8 +129,10 @@ def twelve_parameter_form(cad12, names, values, flags_) -> dict:
         out[n] = {'value': float(v[n]), 'flag': f[n]}
     for axis, total in (('xx', 'Ix_s'), ('zz', 'Iz_s')):
         b, e = cad[f'I{axis}b'], cad[f'I{axis}e']
-        out[f'I{axis}b'] = {'value': float(v[total] * b / (b + e)), 'flag': NEVER, 'note': f'split of {total} ({f[total]}) in the CAD proportion'}
-        out[f'I{axis}e'] = {'value': float(v[total] * e / (b + e)), 'flag': NEVER, 'note': f'split of {total} ({f[total]}) in the CAD proportion'}
+        note = f'split of {total} ({f[total]}) in the CAD proportion'
+        out[f'I{axis}b'] = {'value': float(v[total] * b / (b + e)), 'flag': NEVER, 'note': note}
+        out[f'I{axis}e'] = {'value': float(v[total] * e / (b + e)), 'flag': NEVER, 'note': note}
     for n in ('Iyyb', 'Iyye'):
-        out[n] = {'value': float(cad[n]), 'flag': NEVER, 'note': 'axial strut inertia: zero regressor column (no strut spin); CAD value'}
+        out[n] = {'value': float(cad[n]), 'flag': NEVER,
+                  'note': 'axial strut inertia: zero regressor column (no strut spin); CAD value'}
     return {n: out[n] for n in INERTIA_NAMES_12}

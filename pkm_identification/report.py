@@ -77,7 +77,8 @@ def write_report(out: Path, items, truth, result, status) -> str:
     for r in rows:
         tr = f"{r['truth']:.6g}" if r['truth'] is not None else '-'
         er = f"{r['error_pct']:+.3f}" if r['error_pct'] is not None else '-'
-        lines.append(f"| {r['name']} | {r['unit']} | {r['estimate']:.6g} | {r['std']:.3g} | {tr} | {er} | {r['flag']} |")
+        lines.append(f"| {r['name']} | {r['unit']} | {r['estimate']:.6g} | {r['std']:.3g} | {tr} | {er} "
+                     f"| {r['flag']} |")
     extras = {kv['key']: kv['value'] for kv in final['extras']}
     if extras.get('warnings', 'none') != 'none':
         lines += ['', f"**warnings:** {extras['warnings']}"]

@@ -18,7 +18,8 @@ def m():
 
 def random_poses(m, n=50, seed=1):
     rng = np.random.default_rng(seed)
-    return m.home_q + np.concatenate([rng.uniform(-.04, .04, (n, 3)), rng.uniform(-np.radians(5), np.radians(5), (n, 3))], 1)
+    a = np.radians(5)
+    return m.home_q + np.concatenate([rng.uniform(-.04, .04, (n, 3)), rng.uniform(-a, a, (n, 3))], 1)
 
 
 def test_home_lengths_match_spec_table(m):
