@@ -72,6 +72,7 @@ class Hypothesis:
     contact_model: str = ''
     height: float = 0.0
     seq: int = 0
+    origin: np.ndarray | None = None
 
 
 @dataclass
@@ -197,6 +198,7 @@ class RoverInputs:
             return False
         self._obstacle_seq += 1
         h.seq = self._obstacle_seq
+        h.origin = self.pose[0:3].copy()          # base position when the hypothesis arrived
         self.obstacle = h
         self.counts['obstacle_accepted'] += 1
         return True
@@ -230,11 +232,19 @@ class RoverInputs:
         return float(v_world[0] * np.cos(psi) + v_world[1] * np.sin(psi))
 
     def time_to_contact(self) -> float:
-        """distance / approach speed [s]; inf when the distance is unknown or the rover does not approach."""
+        """(distance − distance driven along the heading since the hypothesis arrived) / approach speed [s];
+        inf when the distance is unknown or the rover does not approach, 0 once the face is reached."""
         if self.obstacle is None or not np.isfinite(self.obstacle.distance):
             return float('inf')
         v = self.forward_speed()
-        return self.obstacle.distance / v if v > 1e-9 else float('inf')
+        if v <= 1e-9:
+            return float('inf')
+        R = _rot(self.pose[3:7])
+        psi = np.arctan2(R[1, 0], R[0, 0])
+        driven = 0.0
+        if self.obstacle.origin is not None:
+            driven = float((self.pose[0:2] - self.obstacle.origin[0:2]) @ np.array([np.cos(psi), np.sin(psi)]))
+        return max(self.obstacle.distance - driven, 0.0) / v
 
     def slip(self) -> float:
         """Largest |s| = |(R ω − v)/(R ω)| over the wheels (0 when not moving)."""

@@ -52,6 +52,8 @@ def test_inputs_reject_bad_samples_with_reasons(model):
     assert inp.push_obstacle(1, 'odom', (0, 0, 0), np.pi / 2, 0.0875, 0.5, [], True)   # step edge h = R/2
     assert inp.obstacle.beta == pytest.approx(np.pi / 3)
     assert inp.time_to_contact() == pytest.approx(5.0)
+    assert inp.push_odometry(10**9 + 10**8, (0.2, 0, 0), (0, 0, 0, 1), (0.1, 0, 0), (0, 0, 0))   # drove 0.2 m
+    assert inp.time_to_contact() == pytest.approx(3.0)
     with pytest.raises(ConfigError, match='not wheels'):
         RoverInputs(model, 0.2, ['nope'])
     with pytest.raises(ConfigError, match='not found'):

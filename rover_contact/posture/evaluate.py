@@ -269,7 +269,11 @@ class PostureEvaluator:
             rho = damping_ratio(obstacle.contact_model, obstacle.e, obstacle.p)
             fmax = rho * peak_force_from_tc(np.maximum(max_share, 0.0), obstacle.k, pe)
         unit = score / speed ** 2
-        v_max = np.sqrt(self.budget / unit) if self.budget > 0 else np.full(K, np.nan)
+        if self.budget > 0:
+            v_max = np.full(K, np.inf)
+            np.sqrt(self.budget / unit, out=v_max, where=unit > 0)
+        else:
+            v_max = np.full(K, np.nan)
         change = np.linalg.norm(theta - base, axis=1)
         frac = np.where(T > 0, score / T, 0.0)
         key_score = np.where(feasible, score, np.inf)
