@@ -53,8 +53,9 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix='bench_impedance_'))
     rec = sc.simulate('S2', duration=args.duration, rate=args.rate, seed=1)
     bag = write_bag(rec, tmp / 'bag', wrench=args.force_source == 'wrench')
-    node = subprocess.Popen([sys.executable, '-m', 'contact_estimation.impedance.node', '--ros-args', '--params-file',
-                             str(ROOT / 'config' / 'impedance_profiler.yaml'), '-p', f'force_source:={args.force_source}',
+    node = subprocess.Popen([sys.executable, '-m', 'contact_estimation.impedance.node', '--ros-args',
+                             '--params-file', str(ROOT / 'config' / 'impedance_profiler.yaml'),
+                             '-p', f'force_source:={args.force_source}',
                              '-p', f'publish_rate:={args.publish_rate}'], env=ENV)
     rclpy.init()
     listener = Node('bench_listener')
@@ -66,7 +67,8 @@ def main() -> int:
         while not diags and time.monotonic() < deadline:
             rclpy.spin_once(listener, timeout_sec=0.1)
         player = subprocess.Popen([sys.executable, '-m', 'contact_dynamics_common.play', str(bag),
-                                   '--wait-for-subscribers', '10', '--clock-hz', '0', '--no-progress'], env=ENV)
+                                   '--wait-for-subscribers', '10', '--clock-hz', '0', '--no-progress'],
+                                  env=ENV)
         cpu0, wall0 = cpu_seconds(node.pid), time.monotonic()
         while player.poll() is None:
             rclpy.spin_once(listener, timeout_sec=0.05)
@@ -87,12 +89,16 @@ def main() -> int:
     n = len(rec.t)
     print(f'load: {args.rate:g} Hz JointState' + (f' + {args.rate:g} Hz WrenchStamped' if w else '')
           + f' for {args.duration:g} s (force from {args.force_source}); profile at {args.publish_rate:g} Hz')
-    print(f"received {j.get('received')} / {n} joint states" + (f", {w.get('received')} / {n} wrenches" if w else '')
-          + f"; accepted {j.get('joint.accepted')} joint states = {float(j.get('joint.accepted', 0)) / (wall1 - wall0):.0f} "
+    accepted = float(j.get('joint.accepted', 0))
+    print(f"received {j.get('received')} / {n} joint states"
+          + (f", {w.get('received')} / {n} wrenches" if w else '')
+          + f"; accepted {j.get('joint.accepted')} joint states = {accepted / (wall1 - wall0):.0f} "
           f"per s of wall time; input rate {float(j.get('rate_hz', 0)):.0f} Hz")
-    print(f"update cost: p50 {float(p.get('update_ms_p50', 0)):.3f} ms, p99 {float(p.get('update_ms_p99', 0)):.3f} ms "
+    print(f"update cost: p50 {float(p.get('update_ms_p50', 0)):.3f} ms, "
+          f"p99 {float(p.get('update_ms_p99', 0)):.3f} ms "
           f"per timer update ({p.get('updates')} updates); per sample p50 "
-          f"{float(p.get('update_us_per_sample_p50', 0)):.2f} us, p99 {float(p.get('update_us_per_sample_p99', 0)):.2f} us")
+          f"{float(p.get('update_us_per_sample_p50', 0)):.2f} us, "
+          f"p99 {float(p.get('update_us_per_sample_p99', 0)):.2f} us")
     print(f'node CPU share while playing: {(cpu1 - cpu0) / (wall1 - wall0):.1%} of one core')
     if profiles:
         last = profiles[-1]
@@ -101,7 +107,8 @@ def main() -> int:
         free = [i for i in range(8) if i != sc.KINK_SEGMENT]
         print(f'final profile: {sum(last.valid_pos) + sum(last.valid_neg)} of 16 bins valid; k+ = '
               + ' '.join(f'{v:.0f}' for v in last.stiffness_pos)
-              + f' N/m; max |k/k_true - 1| outside the kink {np.nanmax(np.abs(k[:, free] / kt[:, free] - 1)):.2%}')
+              + ' N/m; max |k/k_true - 1| outside the kink '
+              + f'{np.nanmax(np.abs(k[:, free] / kt[:, free] - 1)):.2%}')
     listener.destroy_node()
     rclpy.shutdown()
     return 0

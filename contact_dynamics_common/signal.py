@@ -140,7 +140,8 @@ class CausalLowpass:
         return out
 
 
-def excitation_band(x: np.ndarray, rate_hz: float, rel_floor: float = 1e-4, resolution_hz: float = 0.25) -> float:
+def excitation_band(x: np.ndarray, rate_hz: float, rel_floor: float = 1e-4,
+                    resolution_hz: float = 0.25) -> float:
     """Highest frequency (Hz) where the Welch PSD of the detrended x exceeds ``rel_floor`` times its peak
     (the top of the excitation band, harmonics of imperfect tracking included)."""
     x = np.asarray(x, dtype=np.float64)

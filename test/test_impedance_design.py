@@ -1,4 +1,5 @@
-"""Excitation design and the identifiability checks; bad input gives a clear error, never a crash or NaN guess."""
+"""Excitation design and the identifiability checks; bad input gives a clear error, never a crash or a NaN
+guess."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +9,8 @@ from contact_dynamics_common.params import validate_all
 from contact_dynamics_common.signal import CausalLowpass, cutoff_for_band, excitation_band
 from contact_estimation.impedance.conditioning import condition
 from contact_estimation.impedance.config import PARAMS
-from contact_estimation.impedance.excitation import (ExcitationRefused, Limits, check_design, design_multisine,
+from contact_estimation.impedance.excitation import (ExcitationRefused, Limits, check_design,
+                                                     design_multisine,
                                                      multisine)
 from contact_estimation.impedance.pipeline import ImpedancePipeline
 from contact_estimation.impedance.recursive import RecursiveSegmentedLS
@@ -148,7 +150,8 @@ def test_pipeline_counts_bad_stamps_and_resets_on_a_time_jump():
 def test_excitation_cli_designs_checks_and_refuses(tmp_path, capsys):
     from contact_dynamics_common.cli import main as cli
     out = tmp_path / 'traj.csv'
-    assert cli(['impedance-excitation', '--duration', '30', '--guess', '0.581', '11.5', '2000', '--out', str(out)]) == 0
+    assert cli(['impedance-excitation', '--duration', '30', '--guess', '0.581', '11.5', '2000',
+                '--out', str(out)]) == 0
     text = capsys.readouterr().out
     assert 'excitation ok' in text and out.is_file()
     data = np.loadtxt(out, delimiter=',', skiprows=1)

@@ -74,14 +74,21 @@ def test_live_profile_at_4khz_equals_offline_run_bag(tmp_path, ros_context):
     params = tmp_path / 'params.yaml'
     params.write_text(yaml.safe_dump({'impedance_profiler': {'ros__parameters': {
         'joint_name': 'slider', 'force_source': 'effort', 'publish_rate': 5.0, 'min_samples': 100}}}))
-    proc = start_node('contact_estimation.impedance.node', '--params-file', CONFIG, '--params-file', str(params))
+    proc = start_node('contact_estimation.impedance.node', '--params-file', CONFIG,
+                      '--params-file', str(params))
     listener = Listener(TOPICS)
     pub_node = Node('test_publisher')
+    expected = -1
+
+    def got():
+        return int(_diag(listener, 'impedance_profiler: input joint_states').get('received', 0))
+
+    def final():
+        return [m for m in listener.get('/impedance_profiler/profile') if m.samples_used == expected]
+
     try:
         _publish(pub_node, rec, n)
-        got = lambda: int(_diag(listener, 'impedance_profiler: input joint_states').get('received', 0))  # noqa: E731
         assert listener.wait_for(lambda: got() >= n, timeout=10.0), f'{got()} of {n} messages arrived'
-        final = lambda: [m for m in listener.get('/impedance_profiler/profile') if m.samples_used == expected]  # noqa: E731
         result, _, _ = run_bag(str(bag), str(params), progress=False)
         off = result.outputs['/impedance_profiler/profile'][-1][1]
         expected = off['samples_used']

@@ -1,4 +1,5 @@
-"""contact-dynamics simulate impedance-plant + impedance-profile BAG --report DIR (the batch CLI), and run-bag."""
+"""contact-dynamics simulate impedance-plant + impedance-profile BAG --report DIR (the batch CLI), and
+run-bag."""
 from __future__ import annotations
 
 import csv
@@ -34,7 +35,8 @@ def test_cli_report_from_a_simulated_bag(tmp_path, capsys):
     assert cli(['impedance-profile', str(bag), '--config', CONFIG, '--report', str(rep)]) == 0
     out = capsys.readouterr().out
     assert '16 of 16 (segment, direction) bins valid' in out, out
-    for name in ('profile.csv', 'profile.yaml', 'profile.md', 'profile.png', 'force_fit.png', 'identifiability.png'):
+    for name in ('profile.csv', 'profile.yaml', 'profile.md', 'profile.png', 'force_fit.png',
+                 'identifiability.png'):
         assert (rep / name).is_file() and (rep / name).stat().st_size > 1000, name
     rows = _rows(rep / 'profile.csv')
     assert len(rows) == 16
@@ -42,8 +44,9 @@ def test_cli_report_from_a_simulated_bag(tmp_path, capsys):
         d = 0 if r['direction'] == 'pos' else 1
         j = int(r['segment'])
         if j in (3, 4, 6):
-            # 6 holds the 20 mm kink; 3 and 4 meet at the 12 mm kink, which the zero-phase low-pass smears across
-            # the edge: without an accelerometer (a from x) that biases m there by up to 25 % (S2 uses one)
+            # 6 holds the 20 mm kink; 3 and 4 meet at the 12 mm kink, which the zero-phase low-pass smears
+            # across the edge: without an accelerometer (a from x) that biases m there by up to 25 %
+            # (the S2 scenario test uses one)
             continue
         k_true = truth['oracle']['stiffness'][d][j]      # 30 s, a differentiated from x (no accelerometer)
         assert abs(float(r['stiffness']) - k_true) <= max(0.05 * k_true, 3 * float(r['stiffness_std'])), r

@@ -66,7 +66,8 @@ def test_oracle_equals_physics_outside_the_kink(s2):
                                    rtol=1e-6)
     # B8's expected intercepts: +0.3 / -0.3 below 12 mm, -18.9 / -19.5 for 12-18 mm, -38.9 / -39.5 above 21 mm
     np.testing.assert_allclose(o.value('intercept')[:, [0, 3, 4, 5, 7]],
-                               [[0.3, 0.3, -18.9, -18.9, -38.9], [-0.3, -0.3, -19.5, -19.5, -39.5]], atol=1e-6)
+                               [[0.3, 0.3, -18.9, -18.9, -38.9], [-0.3, -0.3, -19.5, -19.5, -39.5]],
+                               atol=1e-6)
 
 
 def test_s1_single_tone_is_refused_at_design_and_flagged_after_the_fit(s1):
@@ -79,7 +80,8 @@ def test_s1_single_tone_is_refused_at_design_and_flagged_after_the_fit(s1):
     p, _ = _fit(s1)
     has_data = p.n >= 200
     assert has_data.all()
-    flagged_a = p.unique_variance[:, :, 0] < np.maximum(10 * p.noise_variance[0], 0.01 * p.column_variance[:, :, 0])
+    floor = np.maximum(10 * p.noise_variance[0], 0.01 * p.column_variance[:, :, 0])
+    flagged_a = p.unique_variance[:, :, 0] < floor
     assert flagged_a.all(), p.unique_variance[:, :, 0]
     # not answered with numbers: no mass, stiffness or intercept anywhere, every bin invalid with the reason
     assert np.isnan(p.theta).all() and not p.valid.any()

@@ -4,7 +4,8 @@
    single-point estimators), cut-off tied to the excitation band: f_c = factor x the top excitation
    frequency (factor 4 by default, B5 step 4), the band taken from the PSD of x unless given;
 2. v = numpy.gradient of the filtered x: a quantised encoder (5 um steps) is differentiated only after the
-   low-pass, so its steps never reach v as spikes; a is measured (filtered) or, when absent, the gradient of v;
+   low-pass, so its steps never reach v as spikes; a is measured (filtered) or, when absent, the gradient
+   of v;
 3. the first ``t_skip`` seconds (start-up transient) are dropped;
 4. the noise variance of every regressor column is estimated from the PSD bands that carry no excitation
    (a running median of the PSD rejects the excitation lines), for the post-fit identifiability check.
@@ -52,7 +53,8 @@ def sample_rate(t: np.ndarray) -> float:
     return 1.0 / med
 
 
-def noise_variance(y: np.ndarray, rate_hz: float, resolution_hz: float = 0.25, floor_hz: float = 8.0) -> float:
+def noise_variance(y: np.ndarray, rate_hz: float, resolution_hz: float = 0.25,
+                   floor_hz: float = 8.0) -> float:
     """Variance of the broadband part of y: sum over the Welch PSD of min(P, running median of P)."""
     y = np.asarray(y, dtype=float)
     nper = int(min(len(y), max(16, round(rate_hz / resolution_hz))))
@@ -78,7 +80,8 @@ def condition(t, x, F, a=None, *, cutoff_hz: float | None = None, band_hz: float
         pad = int(3 * rate / fc)          # odd extension long enough for the filter to settle at both ends
         xf = zero_phase_lowpass(x, rate, fc, order, padlen=pad)
         Ff = zero_phase_lowpass(F, rate, fc, order, padlen=pad)
-        af = zero_phase_lowpass(np.asarray(a, dtype=float), rate, fc, order, padlen=pad) if a is not None else None
+        af = (zero_phase_lowpass(np.asarray(a, dtype=float), rate, fc, order, padlen=pad)
+              if a is not None else None)
     else:
         fc, xf, Ff, af = float('nan'), x, F, (np.asarray(a, dtype=float) if a is not None else None)
     v = np.gradient(xf, t)

@@ -23,14 +23,15 @@ PARAMS: list[ParamSpec] = [
     ParamSpec('autostart', True, 'Configure and activate the (lifecycle) node at start; false: wait for a '
               'lifecycle manager (~/change_state).'),
     # --- inputs ---
-    ParamSpec('joint_states_topic', 'joint_states', 'sensor_msgs/JointState input: position (and effort) of the joint.'),
+    ParamSpec('joint_states_topic', 'joint_states',
+              'sensor_msgs/JointState input: position (and effort) of the joint.'),
     ParamSpec('joint_name', 'joint1', 'The 1-DOF joint whose position x (m, or rad for a rotary joint) is '
               'the impedance coordinate.', check=lambda v: None if v.strip() else 'must name a joint'),
     ParamSpec('force_source', 'wrench', "'wrench': F = (f - force_bias) . force_direction of a "
-              "geometry_msgs/WrenchStamped (x interpolated at the wrench stamps); 'effort': F = effort_sign * "
-              'effort of the joint in the same JointState.', choices=('wrench', 'effort')),
-    ParamSpec('wrench_topic', 'wrench', 'geometry_msgs/WrenchStamped input (force_source=wrench): the force the '
-              'device applies to the mechanism, compensated (tared, gravity removed).'),
+              "geometry_msgs/WrenchStamped (x interpolated at the wrench stamps); 'effort': "
+              'F = effort_sign * effort of the joint in the same JointState.', choices=('wrench', 'effort')),
+    ParamSpec('wrench_topic', 'wrench', 'geometry_msgs/WrenchStamped input (force_source=wrench): the force '
+              'the device applies to the mechanism, compensated (tared, gravity removed).'),
     ParamSpec('force_direction', [1.0, 0.0, 0.0], 'Unit vector in the wrench frame along +x of the joint.',
               length=3, check=_unit_vector),
     ParamSpec('force_bias', [0.0, 0.0, 0.0], 'Force offset subtracted from the wrench before projection.',
@@ -39,8 +40,8 @@ PARAMS: list[ParamSpec] = [
               check=lambda v: None if v in (1.0, -1.0) else 'must be +1 or -1'),
     ParamSpec('sensor_timeout', 0.05, 'Position gaps longer than this are not bridged when pairing; an input '
               'silent for longer is reported stale.', low=0.0, low_open=True, unit='s'),
-    ParamSpec('time_jump_threshold', 1.0, 'A stamp this much earlier than the last one (looped bag, restarted '
-              'clock) resets the profile; smaller steps back are dropped as out-of-order.', low=0.0,
+    ParamSpec('time_jump_threshold', 1.0, 'A stamp this much earlier than the last one (looped bag, '
+              'restarted clock) resets the profile; smaller steps back are dropped as out-of-order.', low=0.0,
               low_open=True, unit='s'),
     ParamSpec('input_queue_size', 4000, 'Depth of the sensor-data QoS input queues (4000 = 1 s at 4 kHz).',
               low=1, high=100000),
@@ -54,8 +55,8 @@ PARAMS: list[ParamSpec] = [
               high=1000),
     ParamSpec('position_range', [0.0, 0.024], 'Range [lo, hi] split into uniform segments.', length=2),
     # --- conditioning ---
-    ParamSpec('cutoff_frequency', 50.0, 'Cut-off of the causal Butterworth low-pass applied to x and F alike; '
-              'choose 3-4x the highest excitation frequency (B5).', low=0.0, low_open=True, unit='Hz'),
+    ParamSpec('cutoff_frequency', 50.0, 'Cut-off of the causal Butterworth low-pass applied to x and F '
+              'alike; choose 3-4x the highest excitation frequency (B5).', low=0.0, low_open=True, unit='Hz'),
     ParamSpec('filter_order', 2, 'Order of that Butterworth filter.', low=1, high=8),
     ParamSpec('sample_rate', 0.0, 'Nominal input rate for the filter design; 0 = measured from the first 21 '
               'samples.', low=0.0, unit='Hz'),
@@ -63,7 +64,8 @@ PARAMS: list[ParamSpec] = [
     ParamSpec('forgetting_factor', 0.999975, 'RLS forgetting factor per sample of a bin, lambda = 1 - 1/(f_s '
               'T_mem): 0.999975 is 10 s of memory at 4 kHz. 1 = no forgetting.', low=0.0, low_open=True,
               high=1.0),
-    ParamSpec('initial_covariance', 1e5, 'P0 = alpha I of every bin in scaled units (1 m/s^2, 1 cm/s, 1 mm, 1 N).',
+    ParamSpec('initial_covariance', 1e5,
+              'P0 = alpha I of every bin in scaled units (1 m/s^2, 1 cm/s, 1 mm, 1 N).',
               low=0.0, low_open=True),
     ParamSpec('min_velocity', 0.005, 'Velocity deadband: samples with |v| <= this are not used (friction is '
               'undefined at turn-around).', low=0.0, unit='m/s'),

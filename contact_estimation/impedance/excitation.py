@@ -103,7 +103,8 @@ def design_multisine(frequencies, relative_amplitudes=None, *, limits: Limits = 
         raise ExcitationRefused(f'span [{lo}, {hi}] m is empty or outside the stroke {limits.stroke}')
     ph = schroeder_phases(len(f)) if isinstance(phases, str) else (np.zeros_like(f) if phases is None
                                                                    else np.asarray(phases, dtype=float))
-    period = 1.0 / np.gcd.reduce(np.round(f * 1000).astype(np.int64)) * 1000 if np.all(f * 1000 % 1 == 0) else 20.0
+    commensurate = np.all(f * 1000 % 1 == 0)
+    period = 1000.0 / np.gcd.reduce(np.round(f * 1000).astype(np.int64)) if commensurate else 20.0
     tt = np.linspace(0.0, min(period, 60.0), 200000)
     x0, v0, a0 = multisine(tt, 0.0, rel, f, ph)
     scale = margin * min((hi - lo) / (x0.max() - x0.min()), limits.velocity / np.abs(v0).max(),
@@ -209,7 +210,7 @@ def check_design(x, v, a, edges, *, v_min: float = 5e-3, n_min: int = 200, limit
 
 
 def main(argv: list[str] | None = None) -> int:
-    """contact-dynamics impedance-excitation: design a multisine for a device and check it (B5 (i), B7 item 3)."""
+    """contact-dynamics impedance-excitation: design a multisine for a device and check it (B5 (i), B7 3)."""
     import argparse
     import csv
     from pathlib import Path
@@ -217,9 +218,9 @@ def main(argv: list[str] | None = None) -> int:
     from .segmented import uniform_edges
 
     ap = argparse.ArgumentParser(prog='contact-dynamics impedance-excitation', description=(
-        'Design a Schroeder-phased multisine within the stroke and the velocity, acceleration and force limits '
-        'of the device, and check per segment that it separates mass and stiffness (kappa: warn > 1e3, refuse '
-        '> 1e6). Exit code 3 when the design is refused.'))
+        'Design a Schroeder-phased multisine within the stroke and the velocity, acceleration and force '
+        'limits of the device, and check per segment that it separates mass and stiffness (kappa: warn > '
+        '1e3, refuse > 1e6). Exit code 3 when the design is refused.'))
     ap.add_argument('--frequencies', type=float, nargs='+', default=[1.5, 6.3, 13.7], help='tones (Hz)')
     ap.add_argument('--amplitudes', type=float, nargs='+', help='relative amplitudes (default 1/f^2)')
     ap.add_argument('--span', type=float, nargs=2, default=[0.0, 0.024], help='position range to cover (m)')
@@ -248,14 +249,17 @@ def main(argv: list[str] | None = None) -> int:
     keep = t >= a.fade_in
     chk = check_design(x[keep], v[keep], acc[keep], uniform_edges(a.span[0], a.span[1], a.segments),
                        v_min=a.min_velocity, limits=limits)
-    print('tones: ' + ', '.join(f'{amp * 1e3:.3g} mm @ {f:g} Hz' for amp, f in zip(d.amplitudes, d.frequencies)))
-    print(f"offset {d.offset * 1e3:.3g} mm; x in [{d.peak['x_min'] * 1e3:.3g}, {d.peak['x_max'] * 1e3:.3g}] mm, "
+    tones = zip(d.amplitudes, d.frequencies)
+    print('tones: ' + ', '.join(f'{amp * 1e3:.3g} mm @ {f:g} Hz' for amp, f in tones))
+    print(f"offset {d.offset * 1e3:.3g} mm; x in [{d.peak['x_min'] * 1e3:.3g}, "
+          f"{d.peak['x_max'] * 1e3:.3g}] mm, "
           f"|v| <= {d.peak['v']:.3g} m/s, |a| <= {d.peak['a']:.3g} m/s^2"
           + (f", |F| <= {d.peak['F']:.3g} N" if np.isfinite(d.peak['F']) else ''))
     for w in d.warnings:
         print(f'warning: {w}')
     for dn, row_k, row_n in zip(DIRECTIONS, chk.kappa, chk.n):
-        print(f'{dn}: kappa ' + ' '.join(f'{k:.3g}' for k in row_k) + ' | samples ' + ' '.join(str(n) for n in row_n))
+        print(f'{dn}: kappa ' + ' '.join(f'{k:.3g}' for k in row_k)
+              + ' | samples ' + ' '.join(str(n) for n in row_n))
     print(chk.message)
     if a.out:
         Path(a.out).parent.mkdir(parents=True, exist_ok=True)

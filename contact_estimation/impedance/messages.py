@@ -40,7 +40,8 @@ def profile_fields(p: ImpedanceProfile, *, stamp_ns: int, frame_id: str, joint_n
     valid = bool(p.valid.all())
     bad = int((~p.valid).sum())
     out['valid'] = valid
-    out['status'] = 'ok' if valid else f'{bad} of {p.valid.size} (segment, direction) bins not valid (see status_*)'
+    out['status'] = ('ok' if valid else
+                     f'{bad} of {p.valid.size} (segment, direction) bins not valid (see status_*)')
     out['samples_used'] = int(samples_used)
     out['extras'] = [{'key': k, 'value': v if isinstance(v, str) else f'{v:.6g}'}
                      for k, v in sorted((extras or {}).items())]

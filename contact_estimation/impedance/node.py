@@ -15,7 +15,8 @@ from sensor_msgs.msg import JointState
 
 from contact_dynamics.msg import ImpedanceProfile as ImpedanceProfileMsg
 from contact_dynamics_common.msgconv import stamp_to_ns
-from contact_dynamics_common.node import ERROR, OK, WARN, EstimatorNode, RateMeter, output_qos, run, sensor_qos, status
+from contact_dynamics_common.node import (ERROR, OK, WARN, EstimatorNode, RateMeter, output_qos, run,
+                                          sensor_qos, status)
 from contact_dynamics_common.rosfill import fill
 
 from .config import NODE_NAME, PARAMS

@@ -16,7 +16,8 @@ def publication(pipeline: ImpedancePipeline, params: dict) -> dict | None:
     if not pipeline.counts['samples_used']:
         return None
     frame = params['frame_id'] or pipeline.wrench_frame or params['joint_name']
-    extras = {'sample_rate_hz': pipeline.conditioner.measured_rate, 'cutoff_frequency_hz': params['cutoff_frequency'],
+    extras = {'sample_rate_hz': pipeline.conditioner.measured_rate,
+              'cutoff_frequency_hz': params['cutoff_frequency'],
               'forgetting_factor': params['forgetting_factor'], 'min_velocity': params['min_velocity'],
               'covariance_correlation_samples': pipeline.conditioner.correlation,
               'unpaired': float(pipeline.counts['unpaired']),

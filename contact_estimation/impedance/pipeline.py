@@ -38,11 +38,13 @@ def edges_from_params(p: dict) -> np.ndarray:
     if len(p['edges']) >= 2:
         e = np.asarray(p['edges'], dtype=float)
         if len(e) < 2 or np.any(np.diff(e) <= 0):
-            raise ConfigError(f"parameter 'edges' must be strictly increasing with >= 2 values, got {p['edges']}")
+            raise ConfigError(f"parameter 'edges' must be strictly increasing with >= 2 values, "
+                              f"got {p['edges']}")
         return e
     lo, hi = p['position_range']
     if not hi > lo:
-        raise ConfigError(f"parameter 'position_range' must be [lo, hi] with hi > lo, got {p['position_range']}")
+        raise ConfigError(f"parameter 'position_range' must be [lo, hi] with hi > lo, "
+                          f"got {p['position_range']}")
     return uniform_edges(lo, hi, p['segments'])
 
 

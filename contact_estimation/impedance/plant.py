@@ -136,9 +136,10 @@ class MeasurementModel:
 
     def apply(self, rate: float, x, a, f) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         rng = np.random.default_rng(self.seed)
-        xq = np.round(np.asarray(x) / self.quantum) * self.quantum if self.quantum > 0 else np.asarray(x).copy()
-        a_m = np.asarray(a) + rng.normal(0.0, self.sigma_a, len(a)) if self.sigma_a > 0 else np.asarray(a).copy()
-        f_m = np.asarray(f) + rng.normal(0.0, self.sigma_f, len(f)) if self.sigma_f > 0 else np.asarray(f).copy()
+        x, a, f = (np.asarray(y, dtype=float) for y in (x, a, f))
+        xq = np.round(x / self.quantum) * self.quantum if self.quantum > 0 else x.copy()
+        a_m = a + rng.normal(0.0, self.sigma_a, len(a)) if self.sigma_a > 0 else a.copy()
+        f_m = f + rng.normal(0.0, self.sigma_f, len(f)) if self.sigma_f > 0 else f.copy()
         if self.amp_cutoff and self.amp_cutoff < rate / 2:
             sos = butter(self.amp_order, self.amp_cutoff, fs=rate, output='sos')
             a_m, f_m = sosfilt(sos, a_m - a_m[0]) + a_m[0], sosfilt(sos, f_m - f_m[0]) + f_m[0]
@@ -146,7 +147,8 @@ class MeasurementModel:
 
 
 def dashpot_drop(mass: float = 0.5, damping: float = 11.5, g: float = 9.81, rate: float = 100.0,
-                 duration: float = 0.6, sigma_x: float = 1e-4, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+                 duration: float = 0.6, sigma_x: float = 1e-4,
+                 seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """S6: a mass falling through the dashpot from rest: x(t) = v_t (t - tau (1 - e^{-t/tau})), tau = m/b,
     v_t = m g / b, sampled at ``rate`` with Gaussian position noise (Optotrak-class)."""
     t = np.arange(int(round(duration * rate)) + 1) / rate

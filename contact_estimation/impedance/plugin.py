@@ -22,16 +22,19 @@ IMPEDANCE_PROFILER_HEADER = """\
 
 PLUGIN = Plugin(
     name='contact_estimation.impedance',
-    description='position-varying impedance of nonlinear mechanisms: segmented least squares (Colton & Hollerbach)',
+    description=('position-varying impedance of nonlinear mechanisms: segmented least squares '
+                 '(Colton & Hollerbach)'),
     commands=(
         Command('impedance-profile', f'{_IM}.report:main',
-                'batch segmented least-squares impedance profile of a bag: table and m/b/k/F_c plots with 2-sigma bands'),
+                'batch segmented least-squares impedance profile of a bag: table and m/b/k/F_c plots with '
+                '2-sigma bands'),
         Command('impedance-excitation', f'{_IM}.excitation:main',
                 'design a multisine within the device limits and check that it separates mass and stiffness'),
     ),
     simulators=(
         Simulator('impedance-plant', f'{_IM}.simulate:main',
-                  "Colton's test plant (mass, dashpot, hardening spring) under closed-loop excitation, scenarios S1-S7"),
+                  "Colton's test plant (mass, dashpot, hardening spring) under closed-loop excitation, "
+                  'scenarios S1-S7'),
     ),
     offline_nodes=(
         OfflineNodeSpec('impedance_profiler', params=f'{_IM}.config:PARAMS',

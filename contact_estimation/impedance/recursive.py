@@ -1,8 +1,8 @@
-"""Recursive (online) segmented least squares: one RLS with forgetting per (segment, direction) bin (B4 item 8).
+"""Recursive (online) segmented least squares: one RLS with forgetting per (segment, direction) bin (B4 8).
 
 Each bin holds its information in the exponentially weighted form that RLS computes recursively,
 
-    A = lambda^n P0^-1 + sum_i lambda^(n-i) phi_i phi_i^T,   r = sum_i lambda^(n-i) phi_i F_i,   theta = A^-1 r,
+    A = lambda^n P0^-1 + sum_i lambda^(n-i) phi_i phi_i^T,  r = sum_i lambda^(n-i) phi_i F_i,  theta = A^-1 r,
 
 with phi = [a v x 1] / scale (scaled units: 1 m/s^2, 1 cm/s, 1 mm, 1 N), P0 = alpha I and lambda applied once
 per sample that falls in the bin (lambda = 1 - 1/(f_s T_mem): 0.999975 at 4 kHz for 10 s). A block of samples
@@ -40,7 +40,7 @@ class RecursiveSegmentedLS:
         self.v_min, self.n_min = float(v_min), int(n_min)
         self.min_unique_fraction, self.kappa_refuse = float(min_unique_fraction), float(kappa_refuse)
         self.record_min_unique_fraction = float(record_min_unique_fraction)
-        self.correlation = max(float(correlation), 1.0)   # samples per independent residual (covariance scale)
+        self.correlation = max(float(correlation), 1.0)   # samples per independent residual (cov. scale)
         self.reset()
 
     def reset(self) -> None:
@@ -174,11 +174,12 @@ class RecursiveSegmentedLS:
             elif kappa[b] > KAPPA_WARN:
                 why.append(f'kappa {kappa[b]:.3g} > {KAPPA_WARN:.0e}: poorly conditioned')
             if one_tone:
-                why.append(f'only {100 * record_share[b // nseg]:.2g} % of the acceleration is independent of x '
-                           f'and v over the record: single-tone excitation')
+                why.append(f'only {100 * record_share[b // nseg]:.2g} % of the acceleration is independent '
+                           f'of x and v over the record: single-tone excitation')
             for c_name, flag in zip('avx', low):
                 if flag:
-                    why.append(f"column '{c_name}' has no information of its own (unique share {share['avx'.index(c_name)]:.2g})")
+                    why.append(f"column '{c_name}' has no information of its own "
+                               f"(unique share {share['avx'.index(c_name)]:.2g})")
             if not sep[b]:
                 theta[b] = np.nan
                 why.append('mass and stiffness are not separable: use a multisine excitation')
@@ -188,14 +189,19 @@ class RecursiveSegmentedLS:
             reason[b] = '; '.join(why) or 'ok'
         shp = (2, nseg)
         r2 = np.full(shp, np.nan)
-        return ImpedanceProfile(edges=self.edges.copy(), theta=theta.reshape(shp + (4,)), cov=cov.reshape(shp + (4, 4)),
-                                n=np.round(self.weight).astype(np.int64).reshape(shp), kappa=kappa.reshape(shp), residual_rms=rms.reshape(shp),
-                                r2=r2, unique_variance=uv.reshape(shp + (4,)), column_variance=colvar.reshape(shp + (4,)),
-                                valid=valid.reshape(shp), separable=sep.reshape(shp), damping_identifiable=damp.reshape(shp),
+        return ImpedanceProfile(edges=self.edges.copy(), theta=theta.reshape(shp + (4,)),
+                                cov=cov.reshape(shp + (4, 4)),
+                                n=np.round(self.weight).astype(np.int64).reshape(shp),
+                                kappa=kappa.reshape(shp),
+                                residual_rms=rms.reshape(shp), r2=r2, unique_variance=uv.reshape(shp + (4,)),
+                                column_variance=colvar.reshape(shp + (4,)), valid=valid.reshape(shp),
+                                separable=sep.reshape(shp), damping_identifiable=damp.reshape(shp),
                                 reason=[reason[:nseg], reason[nseg:]],
-                                options={'forgetting': self.lam, 'initial_covariance': self.alpha, 'v_min': self.v_min,
+                                options={'forgetting': self.lam, 'initial_covariance': self.alpha,
+                                         'v_min': self.v_min,
                                          'recursive': True, 'record_unique_share': record_share.tolist()},
-                                model='segmented_impedance (recursive, forgetting): F = m a + b v + k x + c per '
+                                model='segmented_impedance (recursive, forgetting): F = m a + b v + k x + c '
+                                      'per '
                                       '(position segment, direction of travel)')
 
     @property

@@ -85,7 +85,8 @@ def write_table(p: ImpedanceProfile, out: Path, meta: dict) -> list[dict]:
         w.writeheader()
         w.writerows(rows)
     doc = {'model': p.model, 'units': dict(zip(PNAMES, UNITS)), 'derived_assumption':
-           'friction_derived = (c+ - c-)/2 and spring_offset_force_derived = -(c+ + c-)/2 assume k, x_e and |F_c| '
+           'friction_derived = (c+ - c-)/2 and spring_offset_force_derived = -(c+ + c-)/2 assume k, x_e '
+           'and |F_c| '
            'equal in both directions within a segment', **meta, 'segments': rows}
     with open(out / 'profile.yaml', 'w', encoding='utf-8') as fh:
         yaml.safe_dump(_plain(doc), fh, sort_keys=False)
@@ -93,9 +94,11 @@ def write_table(p: ImpedanceProfile, out: Path, meta: dict) -> list[dict]:
              '| seg | dir | x [mm] | n | m [kg] | b [N s/m] | k [N/m] | c [N] | kappa | valid | reason |',
              '|---|---|---|---|---|---|---|---|---|---|---|']
     for r in rows:
-        lines.append(f"| {r['segment']} | {r['direction']} | {1e3 * r['x_lo']:.2f}-{1e3 * r['x_hi']:.2f} | {r['n']} | "
-                     f"{r['mass']:.4g} ± {r['mass_std']:.2g} | {r['damping']:.4g} ± {r['damping_std']:.2g} | "
-                     f"{r['stiffness']:.5g} ± {r['stiffness_std']:.2g} | {r['intercept']:.4g} ± {r['intercept_std']:.2g} | "
+        lines.append(f"| {r['segment']} | {r['direction']} | {1e3 * r['x_lo']:.2f}-{1e3 * r['x_hi']:.2f} | "
+                     f"{r['n']} | {r['mass']:.4g} ± {r['mass_std']:.2g} | "
+                     f"{r['damping']:.4g} ± {r['damping_std']:.2g} | "
+                     f"{r['stiffness']:.5g} ± {r['stiffness_std']:.2g} | "
+                     f"{r['intercept']:.4g} ± {r['intercept_std']:.2g} | "
                      f"{r['kappa']:.3g} | {r['valid']} | {r['reason']} |")
     (out / 'profile.md').write_text('\n'.join(lines) + '\n', encoding='utf-8')
     return rows
@@ -118,14 +121,16 @@ def plot_profile(p: ImpedanceProfile, out: Path, truth: dict | None = None) -> l
             ax.stairs(val + 2 * sd, xe, baseline=val - 2 * sd, fill=True, color=colors[d], alpha=0.25,
                       label=f'±2σ ({dn})')
             if name in ref:
-                ax.stairs(np.asarray(ref[name][d], dtype=float), xe, baseline=None, color=colors[d], ls='--', lw=1,
+                ax.stairs(np.asarray(ref[name][d], dtype=float), xe, baseline=None, color=colors[d], ls='--',
+                          lw=1,
                           label=f'truth ({dn})')
         ax.set_ylabel(f'{name} [{UNITS[i]}]')
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7, ncol=3)
     fc = p.friction()
     sd = 0.5 * np.sqrt(p.std('intercept')[0] ** 2 + p.std('intercept')[1] ** 2)
-    axes[4].stairs(fc, xe, baseline=None, color='k', lw=1.6, label='F_c = (c+ - c-)/2 (assumes symmetric k, x_e)')
+    axes[4].stairs(fc, xe, baseline=None, color='k', lw=1.6,
+                   label='F_c = (c+ - c-)/2 (assumes symmetric k, x_e)')
     axes[4].stairs(fc + 2 * sd, xe, baseline=fc - 2 * sd, fill=True, color='k', alpha=0.2, label='±2σ')
     if (truth or {}).get('physical', {}).get('coulomb') is not None:
         axes[4].axhline(truth['physical']['coulomb'], color='k', ls='--', lw=1, label='truth')
@@ -149,7 +154,8 @@ def plot_fit(p: ImpedanceProfile, c, out: Path) -> list[Path]:
     written = []
     fhat = p.force(c.x, c.v, c.a, v_deadband=p.options.get('v_min', 0.0))
     ok = np.isfinite(fhat)
-    nrmse = float(np.sqrt(np.mean((fhat[ok] - c.F[ok]) ** 2)) / max(np.ptp(c.F[ok]), 1e-12)) if ok.any() else np.nan
+    nrmse = (float(np.sqrt(np.mean((fhat[ok] - c.F[ok]) ** 2)) / max(np.ptp(c.F[ok]), 1e-12))
+             if ok.any() else np.nan)
     fig, axes = plt.subplots(1, 2, figsize=(12, 4))
     n = min(len(c.t), int(5 * c.rate_hz))
     axes[0].plot(c.t[:n], c.F[:n], lw=0.8, label='measured (filtered)')
@@ -235,17 +241,20 @@ def main(argv: list[str] | None = None) -> int:
     params = validate_all(PARAMS, raw)
     options = FitOptions(v_min=params['min_velocity'], continuity=a.continuity, shared_mass=a.shared_mass,
                          tikhonov=a.tikhonov)
-    prof, c, truth = profile_bag(a.bag, params, options, cutoff_hz=a.cutoff, filtered=not a.raw, t_skip=a.skip)
+    prof, c, truth = profile_bag(a.bag, params, options, cutoff_hz=a.cutoff, filtered=not a.raw,
+                                 t_skip=a.skip)
     out = Path(a.report)
     out.mkdir(parents=True, exist_ok=True)
     nvalid = int(prof.valid.sum())
     if not prof.separable.any():
         verdict = ('NOT IDENTIFIABLE: mass and stiffness cannot be separated in any segment (single-tone '
-                   'excitation?); no numbers reported. Use a multisine (contact_estimation.impedance.excitation).')
+                   'excitation?); no numbers reported. Use a multisine (contact-dynamics '
+                   'impedance-excitation).')
     else:
         verdict = f'{nvalid} of {prof.valid.size} (segment, direction) bins valid'
     meta = {'bag': str(a.bag), 'verdict': verdict, 'rate_hz': c.rate_hz, 'excitation_band_hz': c.band_hz,
-            'cutoff_hz': c.cutoff_hz, 'options': prof.options, 'noise_variance_a_v_x': prof.noise_variance[:3]}
+            'cutoff_hz': c.cutoff_hz, 'options': prof.options,
+            'noise_variance_a_v_x': prof.noise_variance[:3]}
     write_table(prof, out, meta)
     plot_profile(prof, out, truth)
     plot_fit(prof, c, out)

@@ -72,7 +72,8 @@ class Record:
     def truth(self) -> dict:
         return {'scenario': self.name, 'rate': self.rate, 'motion': self.motion, 'edges': self.edges.tolist(),
                 'physical': self.plant.truth(self.edges), 'kink_segment': KINK_SEGMENT,
-                'oracle': {n: self.oracle.value(n).tolist() for n in ('mass', 'damping', 'stiffness', 'intercept')}}
+                'oracle': {n: self.oracle.value(n).tolist()
+                           for n in ('mass', 'damping', 'stiffness', 'intercept')}}
 
 
 def simulate(name: str = 'S2', duration: float = 100.0, rate: float = 4000.0, seed: int = 0,

@@ -267,7 +267,8 @@ def fit_segmented(x, v, a, F, edges, options: FitOptions | None = None,
     valid = np.zeros(shape, bool)
     separable = np.zeros(shape, bool)
     damp_ok = np.zeros(shape, bool)
-    reason = [[f'{int(counts[d * nseg + j])} samples (< n_min = {o.n_min})' for j in range(nseg)] for d in range(2)]
+    reason = [[f'{int(counts[d * nseg + j])} samples (< n_min = {o.n_min})' for j in range(nseg)]
+              for d in range(2)]
 
     if blocks:
         th_s, cov_s, rss = _solve(blocks, edges, scale, o)
@@ -292,8 +293,9 @@ def fit_segmented(x, v, a, F, edges, options: FitOptions | None = None,
             elif bl.kappa > KAPPA_WARN:
                 why.append(f'kappa {bl.kappa:.3g} > {KAPPA_WARN:.0e}: poorly conditioned')
             if one_tone:
-                why.append(f'only {100 * record_share[d]:.2g} % of the acceleration is independent of x and v '
-                           f'over the record (< {100 * o.record_min_unique_fraction:.3g} %): single-tone excitation')
+                why.append(f'only {100 * record_share[d]:.2g} % of the acceleration is independent of x and '
+                           f'v over the record (< {100 * o.record_min_unique_fraction:.3g} %): single-tone '
+                           f'excitation')
             for c, flag in zip(COLUMNS[:3], flags[:3]):
                 if flag:
                     why.append(f"column '{c}' has no information of its own (unique variance "

@@ -37,11 +37,13 @@ def write_bag(rec: Record, path: str | Path, *, overwrite: bool = False, joint_n
             f = float(rec.F_meas[i])
             bag.write('/joint_states', 'sensor_msgs/msg/JointState',
                       {'header': {'stamp': stamp, 'frame_id': ''}, 'name': [joint_name],
-                       'position': [float(rec.x_meas[i])], 'velocity': [], 'effort': [f]}, int(stamps[i]) + lat)
+                       'position': [float(rec.x_meas[i])], 'velocity': [], 'effort': [f]},
+                      int(stamps[i]) + lat)
             if wrench:
                 bag.write('/wrench', 'geometry_msgs/msg/WrenchStamped',
                           {'header': {'stamp': stamp, 'frame_id': frame_id},
-                           'wrench': {'force': {'x': f, 'y': 0.0, 'z': 0.0}, 'torque': {'x': 0.0, 'y': 0.0, 'z': 0.0}}},
+                           'wrench': {'force': {'x': f, 'y': 0.0, 'z': 0.0},
+                                      'torque': {'x': 0.0, 'y': 0.0, 'z': 0.0}}},
                           int(stamps[i]) + lat)
     with open(Path(path) / 'truth.yaml', 'w', encoding='utf-8') as fh:
         yaml.safe_dump(truth, fh, sort_keys=False)
