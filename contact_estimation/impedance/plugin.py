@@ -1,6 +1,6 @@
 """What contact_estimation.impedance offers to the shared tools (contact_dynamics_common.registry); listed in
 resource/contact_dynamics_plugins. Imports nothing but the registry's data classes."""
-from contact_dynamics_common.registry import Command, OfflineNodeSpec, Plugin, Simulator
+from contact_dynamics_common.registry import Command, Demo, OfflineNodeSpec, Plugin, Simulator
 
 _IM = 'contact_estimation.impedance'
 
@@ -41,5 +41,9 @@ PLUGIN = Plugin(
                         factory=f'{_IM}.offline:OfflineImpedanceProfiler',
                         config_file='impedance_profiler.yaml', config_header=IMPEDANCE_PROFILER_HEADER,
                         config_values={'joint_name': 'slider'}, summary=f'{_IM}.messages:summary_line'),
+    ),
+    demos=(
+        Demo('impedance', f'{_IM}.demo:main',
+             "simulate Colton's test plant, profile it batch and online, print vs truth; refuse a single tone"),
     ),
 )
