@@ -39,12 +39,13 @@ def main(workdir: Path) -> int:
     print(f"   {'segment [mm]':14s} {'truth k':>9s} {'batch k+':>9s} {'online k+':>9s} {'batch k-':>9s} "
           f"{'online k-':>9s}")
     for j in range(8):
+        note = '   (kink at 20 mm)' if j == sc.KINK_SEGMENT else ''
         print(f'   {3 * j:4.0f}-{3 * j + 3:<9.0f} {truth[0, j]:9.0f} {batch[0, j]:9.1f} {online[0, j]:9.1f} '
-              f'{batch[1, j]:9.1f} {online[1, j]:9.1f}' + ('   (kink at 20 mm)' if j == sc.KINK_SEGMENT else ''))
+              f'{batch[1, j]:9.1f} {online[1, j]:9.1f}{note}')
     worst = max(np.nanmax(np.abs(batch[:, free] / truth[:, free] - 1)),
                 np.nanmax(np.abs(online[:, free] / truth[:, free] - 1)))
-    print(f'   worst kink-free stiffness error {worst:.2%}; online replay {result.bag_duration_s / seconds:.0f}x '
-          'real time')
+    print(f'   worst kink-free stiffness error {worst:.2%}; online replay '
+          f'{result.bag_duration_s / seconds:.0f}x real time')
     s1 = sc.simulate('S1', duration=10.0, seed=1, closed_loop=False)
     k = s1.analysed
     chk = check_design(s1.x_ref[k], s1.v_ref[k], s1.a_ref[k], s1.edges)

@@ -44,6 +44,7 @@ PLUGIN = Plugin(
     ),
     demos=(
         Demo('impedance', f'{_IM}.demo:main',
-             "simulate Colton's test plant, profile it batch and online, print vs truth; refuse a single tone"),
+             "simulate Colton's test plant, profile it batch and online, print vs truth; refuse a single "
+             'tone'),
     ),
 )
