@@ -86,7 +86,7 @@ def convergence_check(estimator, history: list[ContactEstimate], **kwargs) -> tr
         return trust.convergence(last.names, values, sig, initial=theta0, reference=ref,
                                  reference_sigma=last.extras.get('reference_std'),
                                  check=last.identifiable or None, **dict(dict(rel_floor=ADAPTIVE_RESOLUTION), **kwargs))
-    sig = np.array([np.sqrt(np.diagonal(e.covariance)) for e in history])
+    sig = np.sqrt(np.diagonal(np.array([e.covariance for e in history]), axis1=1, axis2=2))
     return trust.convergence(last.names, values, sig, initial=theta0, prior_sigma=sigma0,
                              check=last.identifiable or None, **kwargs)
 
@@ -239,8 +239,8 @@ class TrustMonitor:
     check and needs no inflation is returned unchanged.
     """
 
-    def __init__(self, estimator, length: int = 100, min_reports: int = 10, every: int = 2,
-                 adequacy_every: int = 10):
+    def __init__(self, estimator, length: int = 100, min_reports: int = 10, every: int = 5,
+                 adequacy_every: int = 25):
         self.estimator = estimator
         self.length = int(length)
         self.min_reports = int(min_reports)
@@ -279,7 +279,7 @@ class TrustMonitor:
         checks += [c for c in self._adequacy if c.kind != 'nis']
         cov = None
         if self._factor is not None and len(self._factor) == len(est.names):
-            cov = make_spd(est.covariance * np.outer(self._factor, self._factor))
+            cov = est.covariance * np.outer(self._factor, self._factor)      # SPD: a diagonal congruence
         if 'nis' in est.extras:
             nis = _nis(est)
             if nis.reason != 'ok':
