@@ -43,15 +43,16 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog='contact-dynamics rover-sweep', description=__doc__.split('\n\n')[0])
     ap.add_argument('--model-yaml', default='rover_pr3d_roles.yaml')
     ap.add_argument('--out', default='out/rover_sweep')
-    ap.add_argument('--beta-deg', type=float, nargs='+', default=list(range(10, 91, 5)))
-    ap.add_argument('--joints', nargs='*', default=None, help="posture joints (default: the role map's)")
+    ap.add_argument('--beta-deg', type=float, nargs='+', default=list(range(10, 91, 10)))
+    ap.add_argument('--joints', nargs='*', default=None,
+                    help="posture joints swept together on one grid (default: the role map's first posture joint)")
     ap.add_argument('--values', type=float, nargs='*', default=[-0.2, 0.0, 0.2], help='values for every joint')
     ap.add_argument('--speed', type=float, default=0.07)
     ap.add_argument('--laws', nargs='*', default=['hunt_crossley', 'lankarani_nikravesh', 'lee_wang', 'gonthier'])
     ap.add_argument('--k', type=float, default=1e9, help='obstacle stiffness for F_max [N/m^1.5]')
     a = ap.parse_args(argv)
     model = load_model({'model_yaml': a.model_yaml, 'urdf_path': ''})
-    joints = list(model.roles.posture_joints) if a.joints is None else a.joints
+    joints = list(model.roles.posture_joints[:1]) if a.joints is None else a.joints
     rows = sweep(a.model_yaml, a.beta_deg, joints, a.values, a.speed, a.laws, a.k)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -69,13 +70,16 @@ def main(argv: list[str] | None = None) -> int:
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, 2 if a.laws else 1, figsize=(12 if a.laws else 6, 4.5), squeeze=False)
-    for label in dict.fromkeys(r['posture'] for r in rows):
+    styles = ['-', '--', ':', '-.']
+    for i, label in enumerate(dict.fromkeys(r['posture'] for r in rows)):
         rs = [r for r in rows if r['posture'] == label]
         b = [r['beta_deg'] for r in rs]
-        axes[0, 0].plot(b, [r['t_c_free_mJ'] for r in rs], '-', label=f'{label} free')
-        axes[0, 0].plot(b, [r['t_c_rigid_mJ'] for r in rs], '--', label=f'{label} rigid')
-        for law in a.laws:
-            axes[0, 1].plot(b, [r.get(f'f_max_{law}_N', np.nan) for r in rs], label=f'{label} {law}')
+        color = f'C{i % 10}'
+        axes[0, 0].plot(b, [r['t_c_free_mJ'] for r in rs], '-', color=color, label=f'{label} free')
+        axes[0, 0].plot(b, [r['t_c_rigid_mJ'] for r in rs], '--', color=color, label=f'{label} rigid')
+        for j, law in enumerate(a.laws):
+            axes[0, 1].plot(b, [r.get(f'f_max_{law}_N', np.nan) for r in rs], styles[j % 4], color=color,
+                            label=f'{label} {law}')
     axes[0, 0].set(xlabel='beta [deg]', ylabel='T_c [mJ]', title=f'{model.roles.model_name}: T_c(beta)')
     axes[0, 0].legend(fontsize=6)
     if a.laws:
