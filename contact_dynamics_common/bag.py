@@ -985,10 +985,14 @@ def _piece_messages(piece: _Piece, meta: dict[int, tuple[str, str]]) -> Iterator
 
 
 def _open_storage(path: Path, recover: bool) -> Any:
-    """The storage reader of one bag file, by its suffix: MCAP, or rosbag2 sqlite3 (``.db3``)."""
+    """The storage reader of one bag file, by its suffix: MCAP, rosbag2 sqlite3 (``.db3``) or ROS 1
+    (``.bag``)."""
     if path.suffix == '.db3' or path.name.endswith(('.db3.zstd', '.db3.zst')):
         from .bag_sqlite import Db3File
         return Db3File(path, recover)
+    if path.suffix == '.bag':
+        from .bag_ros1 import Bag1File
+        return Bag1File(path, recover)
     if path.suffix in ('.zstd', '.zst', '.lz4'):
         raise BagError(f'{path}: a file-compressed rosbag2 bag file; decompress it first '
                        f'({path.suffix[1:]} -d)')
