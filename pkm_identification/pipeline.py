@@ -291,12 +291,12 @@ class PkmPipeline:
         self.history_std.append(std)
         judged = [x in ('identified', 'converging') for x in fl]
         nis_mean = float(np.mean(self.nis)) if self.nis else float('nan')
-        checks = []
+        checks = []                                  # model adequacy first: it explains a failed convergence
+        if len(self.nis) >= 10:
+            checks.append(trust.nis_check(nis_mean, dof=6, n=len(self.nis)))
         if any(judged) and len(self.history) >= 8:
             checks.append(trust.convergence(self.names, np.array(self.history), np.array(self.history_std),
                                             check=judged))
-        if len(self.nis) >= 10:
-            checks.append(trust.nis_check(nis_mean, dof=6, n=len(self.nis)))
         bad = trust.first_failure(checks)
         if not any(judged):
             status = 'no parameter is excited by the motion yet' if not warnings else warnings[0]
@@ -305,6 +305,8 @@ class PkmPipeline:
         else:
             status = bad.reason if bad is not None else (warnings[0] if warnings else 'ok')
         valid = status == 'ok'
+        if not valid:                                # an untrusted estimate identifies nothing
+            fl = ['converging' if x == 'identified' else x for x in fl]
         exc = np.flatnonzero(excitation > 0.19)
         cond = float('inf')
         if len(exc):

@@ -142,3 +142,25 @@ def test_excitation_designer_scores_trajectories():
     sm = score(m, *T.make('multisine').sample(m.home_q, t))
     assert sm.rank == 8 and len(sm.excited) == 8 and math.isfinite(sm.condition_number)
     assert score(m, *T.make('z', scale=20).sample(m.home_q, t)).within_stroke is False
+
+
+def test_unmodelled_friction_is_reported_as_model_mismatch():
+    """Data with strut friction, estimator without it: the NIS leaves its chi^2 band, the estimate is not valid
+    and no parameter is reported identified; with estimate_friction the same data identify everything."""
+    _, rec = make_record('uf_like', 'xy', 1.5, friction=True)
+    stamps = 1_000_000_000 + np.round(rec.t * 1e9).astype(np.int64)
+    pl = PkmPipeline(params())
+    est = None
+    for i in range(0, len(stamps), 50):                    # 20 Hz updates
+        push(pl, rec, stamps, slice(i, i + 50))
+        est = pl.step() or est
+    assert not est.valid and est.status.startswith('model mismatch suspected: NIS')
+    assert 'identified' not in est.flags
+    pl = PkmPipeline(params(estimate_friction=True))
+    for i in range(0, len(stamps), 50):
+        push(pl, rec, stamps, slice(i, i + 50))
+        est = pl.step() or est
+    truth = rec.truth
+    excited = [j for j, f in enumerate(est.flags) if f == 'identified']
+    assert len(excited) == 17 and est.valid, (est.flags, est.status)      # all but the platform inertias
+    np.testing.assert_allclose(est.values[excited], truth[excited], rtol=5e-3)
