@@ -194,8 +194,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     [--wait-for-subscribers S]. DDS discovery stays on this host unless ROS_AUTOMATIC_DISCOVERY_RANGE
     is set."""
     ap = argparse.ArgumentParser(prog='contact-dynamics play',
-                                 description='Publish a rosbag2 MCAP bag at recorded speed with /clock.')
-    ap.add_argument('bag', help='bag directory (with metadata.yaml) or .mcap file')
+                                 description='Publish a bag (rosbag2 MCAP or sqlite3, or ROS 1) at '
+                                             'recorded speed with /clock.')
+    ap.add_argument('bag', help='bag directory, or a .mcap / .db3 / .bag file')
     ap.add_argument('--rate', type=float, default=1.0, help='playback speed factor (default 1.0)')
     ap.add_argument('--clock-hz', type=float, default=100.0,
                     help='rate of /clock in wall time; 0 disables /clock (default 100)')
