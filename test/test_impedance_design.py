@@ -135,10 +135,12 @@ def test_pipeline_counts_bad_stamps_and_resets_on_a_time_jump():
     assert "joint 'slider' is not in the JointState names ['elbow']" in pl.last_error
     pl.push_joint_state(0, ['slider'], [0.0], [0.0])                 # zero stamp
     pl.push_joint_state(int(st[0]), ['slider'], [0.0], [])           # no effort: malformed
+    pl.push_joint_state(int(st[0]) - 1, ['slider'], [float('nan')], [1.0])   # non-finite position
     pl.push_joint_columns(st, ['slider'], x[:, None], F[:, None])
     pl.step()
     s = pl.status()
     assert s['joint.zero_stamp'] == 1 and s['joint_state_malformed'] == 1 and s['joint_missing'] == 1
+    assert s['joint.nonfinite'] == 1
     prof = pl.profile()
     assert np.allclose(prof.value('stiffness')[prof.valid], 1000.0, rtol=0.05)
     assert np.isfinite(prof.theta[prof.valid]).all()
@@ -159,3 +161,24 @@ def test_excitation_cli_designs_checks_and_refuses(tmp_path, capsys):
     assert cli(['impedance-excitation', '--frequencies', '1.5', '--duration', '30']) == 3
     text = capsys.readouterr().out
     assert 'single tone' in text and 'excitation refuse' in text
+
+
+def test_recursive_forgetting_tracks_a_stiffness_change():
+    """lambda = 1 - 1/(f_s T_mem): 5 s of memory at 1 kHz; k steps from 1000 to 1500 N/m at t = 20 s."""
+    rng = np.random.default_rng(2)
+    fs, n = 1000.0, 40000
+    t = np.arange(n) / fs
+    xs = rng.uniform(0, 0.024, n)
+    vs = rng.choice([-1, 1], n) * rng.uniform(0.01, 0.2, n)
+    acc = rng.normal(0, 3, n)
+    k = np.where(t < 20.0, 1000.0, 1500.0)
+    F = 0.58 * acc + 11.5 * vs + k * xs + rng.normal(0, 0.05, n)
+    r = RecursiveSegmentedLS(EDGES, forgetting=1 - 1 / (fs / 16 * 5.0), n_min=50)   # ~fs/16 samples per bin
+    r.update(xs[:20000], vs[:20000], acc[:20000], F[:20000])
+    np.testing.assert_allclose(r.profile().value('stiffness'), 1000.0, rtol=0.02)
+    r.update(xs[20000:], vs[20000:], acc[20000:], F[20000:])
+    p = r.profile()
+    np.testing.assert_allclose(p.value('stiffness'), 1500.0, rtol=0.02)
+    for d in (0, 1):
+        for j in range(8):
+            np.linalg.cholesky(p.cov[d, j])
