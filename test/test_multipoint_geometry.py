@@ -157,3 +157,19 @@ def test_separated_bodies_have_no_contact():
     kin = planar_peg_in_groove()
     cs = kin.compute(np.repeat(np.eye(3)[None], 4, 0), [[0, 0, 1e-3], [0, 0, 0.1], [1.0, 0, 0], [0, 0, 5e-6]])
     assert cs.count.tolist() == [0, 0, 0, 0]
+
+
+def test_capsule_against_a_polytope_through_fcl():
+    pytest.importorskip('fcl')
+    from contact_estimation.geometry.capsule import Capsule, capsule_polytope_contacts
+    slab = poly.box([1.0, 1.0, 0.2])                          # top face z = 0.1
+    lying = Capsule(np.array([0.0, -0.05, 0.109]), np.array([0.0, 0.05, 0.109]), 0.01)
+    pts, nrm, dep = capsule_polytope_contacts(lying, slab)
+    assert len(dep) >= 1
+    assert dep.max() == pytest.approx(1e-3, abs=1e-6)
+    np.testing.assert_allclose(nrm[np.argmax(dep)], [0, 0, 1], atol=1e-5)
+    tilted = Capsule(np.array([0.0, 0.0, 0.1 + 0.01 - 2e-3]), np.array([0.03, 0.0, 0.2]), 0.01)
+    _, nrm, dep = capsule_polytope_contacts(tilted, slab)
+    assert dep.max() == pytest.approx(2e-3, abs=1e-6)
+    clear = Capsule(np.array([0.0, 0.0, 0.2]), np.array([0.0, 0.0, 0.3]), 0.01)
+    assert len(capsule_polytope_contacts(clear, slab)[2]) == 0
