@@ -31,7 +31,12 @@ def estimate_fields(est: ContactEstimate, *, stamp_ns: int, frame_id: str, appar
     identifiable_b = 'damping' in names and bool(est.identifiable[names.index('damping')])
     extras = {'bounds_active': ','.join([n for n, a in zip(names, est.bounds_active) if a]) or 'none'}
     for k, v in est.extras.items():
-        if k != 'covariance_known':
+        if k == 'trust' and isinstance(v, dict):      # the trust checks, one key per check and figure
+            for kind, figures in v.items():
+                for name, x in (figures.items() if isinstance(figures, dict) else [('', figures)]):
+                    key = '.'.join(filter(None, ('trust', kind, name)))
+                    extras[key] = f'{x:.6g}' if isinstance(x, float) else str(x)
+        elif k != 'covariance_known':
             extras[k] = f'{v:.6g}' if isinstance(v, float) else str(v)
     return {
         'header': {'stamp': {'sec': sec, 'nanosec': nanosec}, 'frame_id': frame_id},
