@@ -182,3 +182,17 @@ def test_recursive_forgetting_tracks_a_stiffness_change():
     for d in (0, 1):
         for j in range(8):
             np.linalg.cholesky(p.cov[d, j])
+
+
+def test_wrench_source_memory_stays_bounded_when_one_stream_stops():
+    p = validate_all(PARAMS, {'joint_name': 'slider', 'buffer_capacity': 1000})
+    pl = ImpedancePipeline(p)
+    st = 10**18 + np.arange(5000, dtype=np.int64) * 250_000
+    for i in range(0, 2500, 500):                                     # force, no position yet
+        pl.push_wrench_columns(st[i:i + 500], np.ones((500, 3)))
+        pl.step()
+    assert pl.status()['unpaired'] >= 1500 and len(pl._w_t) <= 1000
+    for i in range(2500, 5000, 500):                                  # position only
+        pl.push_joint_columns(st[i:i + 500], ['slider'], np.zeros((500, 1)))
+        pl.step()
+    assert len(pl._pos_t) <= 1000 and pl.profile().n.sum() == 0

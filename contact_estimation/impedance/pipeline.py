@@ -207,7 +207,15 @@ class ImpedancePipeline:
                 self._jump()
             self._w_t = np.concatenate([self._w_t, ws[seg.index]])
             self._w_f = np.concatenate([self._w_f, (wr[seg.index] - self.force_bias) @ self.force_dir])
-        return self._pair()
+        used = self._pair()
+        # bounded memory when one stream stops: keep at most buffer_capacity samples of each waiting
+        cap = self.params['buffer_capacity']
+        if len(self._w_t) > cap:
+            self.counts['unpaired'] += len(self._w_t) - cap
+            self._w_t, self._w_f = self._w_t[-cap:], self._w_f[-cap:]
+        if len(self._pos_t) > cap:
+            self._pos_t, self._pos_x = self._pos_t[-cap:], self._pos_x[-cap:]
+        return used
 
     def _jump(self) -> None:
         self._reset_state()
