@@ -99,7 +99,8 @@ def run_one(bag: str, config_text: str, config_name: str = 'params.yaml') -> dic
         for topic, items in sorted(result.outputs.items()):
             stamp_ns, fields = items[-1]
             row['topics'][topic] = {
-                'type': result.types.get(topic, ''), 'messages': len(items), 'log_ns': int(stamp_ns),
+                'type': result.types.get(topic, ''), 'messages': result.counts.get(topic, len(items)),
+                'log_ns': int(stamp_ns),
                 'algorithm': str(fields.get('algorithm', '')), 'model': str(fields.get('model', '')),
                 'valid': bool(fields.get('valid', True)), 'reason': str(fields.get('status', '')),
                 'parameters': parameter_rows(fields)}
