@@ -68,7 +68,7 @@ def _rim_search(w0: np.ndarray, A: np.ndarray, r: float, levels: int) -> tuple[n
     once by the paper's refinement. ``w0`` = P1h − A0 (n, f, 3). Returns φ*, d*, s* (n, f)."""
     W = np.einsum('nfi,nfi->nf', w0, w0)[..., None] + r * r
     AA = np.einsum('nfi,nfi->nf', A, A)
-    AAs = np.where(AA > 0, AA, 1.0)[..., None]
+    inv_AA = (1.0 / np.where(AA > 0, AA, 1.0))[..., None]
     AA = AA[..., None]
     wA = np.einsum('nfi,nfi->nf', w0, A)[..., None]
     wx, wy = 2 * r * w0[..., 0:1], 2 * r * w0[..., 1:2]
@@ -77,25 +77,26 @@ def _rim_search(w0: np.ndarray, A: np.ndarray, r: float, levels: int) -> tuple[n
     def dist2(phi):
         c, sn = np.cos(phi), np.sin(phi)
         D = wA + c * ax + sn * ay
-        s = np.clip(D / AAs, 0.0, 1.0)
-        return W + c * wx + sn * wy - 2 * s * D + s * s * AA, s
+        s = np.minimum(np.maximum(D * inv_AA, 0.0), 1.0)
+        return W + c * wx + sn * wy + s * (s * AA - 2 * D), s
 
     n, f = w0.shape[:2]
+    i0, i1 = np.arange(n)[:, None], np.arange(f)[None, :]
     phi = np.broadcast_to(np.arange(8) * (np.pi / 4), (n, f, 8))
     step = np.pi / 4
     d2, s = dist2(phi)
-    j = np.argmin(d2, axis=2)[..., None]
-    best = np.take_along_axis(phi, j, 2)
+    j = np.argmin(d2, axis=2)
+    best = phi[i0, i1, j][..., None]
     offsets = np.arange(8.0)
     for _ in range(levels):
         new_step = 2 * step / 7
-        phi = best - step + offsets * new_step
+        phi = (best - step) + offsets * new_step
         d2, s = dist2(phi)
-        j = np.argmin(d2, axis=2)[..., None]
-        best = np.take_along_axis(phi, j, 2)
+        j = np.argmin(d2, axis=2)
+        best = phi[i0, i1, j][..., None]
         step = new_step
-    d = np.sqrt(np.maximum(np.take_along_axis(d2, j, 2)[..., 0], 0.0))
-    return best[..., 0], d, np.take_along_axis(s, j, 2)[..., 0]
+    d = np.sqrt(np.maximum(d2[i0, i1, j], 0.0))
+    return best[..., 0], d, s[i0, i1, j]
 
 
 def detect(peg_p0, peg_p1, peg_radius, hole: HoleGeometry, hole_rotation=None, hole_position=None,
