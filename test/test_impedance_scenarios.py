@@ -130,6 +130,8 @@ def test_s4_kink_segment_and_continuity(s2):
         kk, cc = pc.value('stiffness')[d], pc.value('intercept')[d]
         jump = (kk[:-1] * inner + cc[:-1]) - (kk[1:] * inner + cc[1:])
         assert np.abs(jump).max() <= 0.05, jump
+        for j in range(8):
+            np.linalg.cholesky(pc.cov[d, j])                 # constrained covariances stay SPD
         # without the constraint the profile is not forced to be continuous
     pu, _ = _fit(s2)
     kk, cc = pu.value('stiffness')[0], pu.value('intercept')[0]
