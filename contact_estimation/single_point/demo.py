@@ -24,7 +24,7 @@ def main(workdir: Path) -> int:
     result, summary, seconds = run_bag(str(bag_path), str(config), str(work / 'estimates'), str(work / 'report'))
     print(f'   {result.input_messages} messages, {result.bag_duration_s:.1f} s of data in {seconds:.2f} s '
           f'({result.bag_duration_s / seconds:.0f}x real time, including reading the bag and writing '
-          f'{sum(len(v) for v in result.outputs.values())} estimates; bench/bench_run_bag.py measures '
+          f'{sum(result.counts.values())} estimates; bench/bench_replay_long.py measures '
           f'long bags)')
     print('3. final estimates against the ground truth:')
     header = (f"{'topic':36s} {'k [N/m]':>22s} {'truth':>8s} {'err':>8s} {'b [N*s/m]':>20s} {'truth':>7s} "
