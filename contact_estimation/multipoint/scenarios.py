@@ -22,7 +22,6 @@ from pathlib import Path
 
 import numpy as np
 import yaml
-from scipy.spatial.transform import Rotation
 
 from contact_estimation.geometry.body import body_from_spec, geometry_document
 from contact_estimation.geometry.rotations import quat_to_matrix
@@ -164,3 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f'wrote {args.out}: {rec.truth["scenario"]}, {len(rec.trajectory.t)} samples, '
           f'{int(rec.trajectory.count[-1])} contacts at the end')
     return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
