@@ -93,7 +93,7 @@ class ImpactIndicatorNode(EstimatorNode):
 
     def reset_estimation(self) -> None:
         if self.pipeline is not None:
-            self.pipeline = ImpactPipeline(self.params)
+            self.pipeline = ImpactPipeline(self.params, self.pipeline.model)   # keeps a robot_description model
 
     def diagnostics(self):
         name = self.get_name()

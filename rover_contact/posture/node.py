@@ -136,7 +136,7 @@ class PostureEvaluatorNode(EstimatorNode):
 
     def reset_estimation(self) -> None:
         if self.pipeline is not None:
-            self.pipeline = PosturePipeline(self.params)
+            self.pipeline = PosturePipeline(self.params, self.pipeline.model)  # keeps a robot_description model
 
     def diagnostics(self):
         name = self.get_name()
