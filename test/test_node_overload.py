@@ -111,6 +111,31 @@ def test_the_ledger_balances_under_overflow_and_bad_samples():
     assert led['pending'] == 0 and led['accepted'] + sum(led['dropped'].values()) == pushed
 
 
+def test_overflow_holes_are_not_bridged_and_estimates_stay_valid():
+    """Ring buffers overflowing at different places in the two streams (the node far behind): wrench samples
+    in a displacement hole are not interpolated across it, and no derivative window spans a hole; without
+    that, the estimates drifted (k -0.9 %, b +2 %, 'not settled'). Truth k = 4800 N/m, b = 200 N*s/m."""
+    m = KelvinVoigt1Dof(duration=2.0, rate=2000.0, seed=8).measurements()
+    rng = np.random.default_rng(0)
+    p = ContactPipeline(_params(buffer_capacity=400))
+    n = len(m['t'])
+    i = j = 0
+    while i < n or j < n:                                       # 150-260 samples arrive per update, 100 taken
+        a, b = rng.integers(150, 260, size=2)
+        p.push_wrench_columns(m['stamp_ns'][i:i + a], m['force_meas'][i:i + a])
+        p.push_joint_columns(m['stamp_ns'][j:j + b], ['slider'], m['q'][j:j + b, None])
+        i, j = i + a, j + b
+        p.step(100)
+    while p.backlog:
+        estimates = p.step(100)
+    led = p.ledger()
+    assert led['wrench']['dropped']['overflow'] > 1000 and led['displacement']['dropped']['overflow'] > 1000
+    assert p.counts['wrench_in_displacement_hole'] > 100 and p.counts['derivative_across_gap'] > 100
+    for e in estimates:
+        assert e.valid, e.reason
+        assert abs(e.stiffness / 4800 - 1) < 0.005 and abs(e.damping / 200 - 1) < 0.01, (e.algorithm, e.values)
+
+
 # ---------------------------------------------------------------------------------------------- over DDS
 @pytest.mark.ros
 @pytest.mark.parametrize('executor', ['events', 'single'])
@@ -129,8 +154,9 @@ def test_flooded_node_accounts_for_every_sample(executor, monkeypatch):
     m = sim.measurements()
     n = len(m['t'])
     proc = start_node('contact_estimation.single_point.node', '--params-file', str(ROOT / 'config' / 'contact_estimator.yaml'),
-                      '-p', 'buffer_capacity:=400', '-p', 'max_samples_per_update:=100', '-p', 'input_queue_size:=50')
-    if not rclpy.ok():
+                      '-p', 'buffer_capacity:=400', '-p', 'max_samples_per_update:=50', '-p', 'input_queue_size:=50')
+    owns_context = not rclpy.ok()
+    if owns_context:
         rclpy.init()
     listener = Listener({'/diagnostics': DiagnosticArray, '/contact_estimator/rls/estimate': ContactEstimate},
                         name='overload_listener')
@@ -142,7 +168,7 @@ def test_flooded_node_accounts_for_every_sample(executor, monkeypatch):
         w, j = WrenchStamped(), JointState()
         w.header.frame_id, j.name = 'ft_sensor', ['slider']
         t0 = time.perf_counter()
-        for i in range(n):                  # 4 kHz per topic: twice what the node may process (100 x 20 Hz)
+        for i in range(n):                  # 4 kHz per topic: 4x what the node may process (50 x 20 Hz)
             if i % 20 == 0:
                 delay = t0 + i / 4000.0 - time.perf_counter()
                 if delay > 0:
@@ -166,6 +192,8 @@ def test_flooded_node_accounts_for_every_sample(executor, monkeypatch):
         node.destroy_node()
         log = stop(proc)
         listener.close()
+        if owns_context and rclpy.ok():
+            rclpy.shutdown()
     statuses = [st for arr in listener.get('/diagnostics') for st in arr.status]
     for name in ('wrench', 'displacement'):
         v = _diag(listener, f'contact_estimator: input {name}')
@@ -173,7 +201,7 @@ def test_flooded_node_accounts_for_every_sample(executor, monkeypatch):
         dropped = {k.split('.', 1)[1]: int(x) for k, x in v.items() if k.startswith('dropped.')}
         after_callback = sum(x for k, x in dropped.items() if k != 'queue')
         assert received == accepted + after_callback and v['unaccounted'] == '0', v
-        assert dropped['overflow'] > 0 and received > n / 2, (flood_s, v)
+        assert dropped['overflow'] > 0 and received > 500, (flood_s, v)
         if executor == 'single':
             assert received + dropped['queue'] == n, (n, v)          # every published sample accounted for
         else:

@@ -9,11 +9,13 @@ since the last one, vectorised:
    a backward time jump (looped bag) resets the estimators;
 2. normal force F_n = f . force_direction; displacement coordinate c = sign q (joint) or c = -p . n (pose);
 3. pairing: c is interpolated linearly at each wrench stamp inside the displacement stream's span
-   (wrench samples wait for the displacement stream; gaps longer than sensor_timeout are not bridged);
+   (wrench samples wait for the displacement stream; gaps longer than sensor_timeout, and holes where the
+   ring buffer dropped displacement samples under overload, are not bridged);
 4. datum: fixed (parameter) or the coordinate at contact onset (F_n >= onset_force, re-armed when
    F_n < contact_force_threshold); deformation x = c - c_datum;
 5. centred local-linear differentiation over +-M samples (contact_dynamics_common.signal), i.e. a delay
-   of M samples, giving xd (and xdd for the mass model);
+   of M samples, giving xd (and xdd for the mass model); no window spans a gap of more than 4 sample
+   periods (samples lost upstream or in an overflowing buffer): those centres are not used;
 6. samples in contact (F_n >= contact_force_threshold, datum known) update every estimator.
 
 ``replay`` runs a whole recorded stream through the same code in one pass and reports, for every timer
@@ -43,6 +45,9 @@ from .samples import ContactSamples
 
 #: paired samples used to measure the sample period that fixes the differentiator's half window
 _PERIOD_SAMPLES = 21
+#: a step between paired samples longer than this many sample periods is a gap (samples lost: an input queue
+#: or ring buffer overflowing, a sensor drop-out); no derivative window spans one
+_GAP_PERIODS = 4.0
 
 
 def estimator_options(params: dict, model) -> dict[str, dict]:
@@ -218,6 +223,11 @@ class ContactPipeline:
         """
         wt, wf = self.wrench_buffer.pop(max_samples)
         dt, dc = self.disp_buffer.pop(max_samples)
+        # a full ring buffer drops its oldest unread samples: the hole lies right before the first one popped
+        d_hole = self.disp_buffer.overflowed > self._d_overflow_seen
+        self._d_overflow_seen = self.disp_buffer.overflowed
+        if d_hole and len(dt):
+            self._d_hole_next = True
         w_segs = self.wrench_gate.filter(wt, np.isfinite(wf).all(axis=1))
         d_segs = self.disp_gate.filter(dt, np.isfinite(dc).all(axis=1))
         if any(s.reset_before for s in w_segs + d_segs):
@@ -382,8 +392,12 @@ class ContactPipeline:
         self._w_f = np.zeros(0)
         self._tail = (np.zeros(0), np.zeros(0), np.zeros(0))
         self._half_window: int | None = None
+        self._period_s: float | None = None
         self._datum: float | None = None
         self.last_stamp_ns = 0
+        self._d_hole = np.zeros(0, dtype=bool)       # per queued displacement sample: samples lost before it
+        self._d_hole_next = False
+        self._d_overflow_seen = self.disp_buffer.overflowed
 
     def _ingest(self, wt, wf, dt, dc) -> _Ingested:
         """Gated samples in: queue them, pair what can be paired, differentiate what has a full window."""
@@ -391,6 +405,9 @@ class ContactPipeline:
             coord = dc[:, 0] if dc.shape[1] == 1 else dc @ self.normal
             self._d_t = np.concatenate((self._d_t, dt))
             self._d_c = np.concatenate((self._d_c, self._coord_sign * coord))
+            hole = np.zeros(len(dt), dtype=bool)
+            hole[0], self._d_hole_next = self._d_hole_next, False
+            self._d_hole = np.concatenate((self._d_hole, hole))
         if len(wt):
             self._w_t = np.concatenate((self._w_t, wt))
             self._w_f = np.concatenate((self._w_f, (wf - self.force_bias) @ self.force_dir))
@@ -401,8 +418,9 @@ class ContactPipeline:
         """(stamp, F_n, coordinate) of the queued wrench samples that can now be paired.
 
         A wrench sample at t waits until the displacement stream has a sample at or after t; c(t) is
-        interpolated between the samples around it, unless they are more than sensor_timeout apart
-        (a sample stamped exactly at a displacement sample needs no interpolation and is always paired).
+        interpolated between the samples around it, unless they are more than sensor_timeout apart or
+        displacement samples between them were lost in the ring buffer (a sample stamped exactly at a
+        displacement sample needs no interpolation and is always paired).
         """
         none = (np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0))
         if len(self._d_t) == 0 or len(self._w_t) == 0:
@@ -417,8 +435,11 @@ class ContactPipeline:
         lo = np.clip(k - 1, 0, len(self._d_t) - 1)
         hi = np.clip(k, 0, len(self._d_t) - 1)
         gap = self._d_t[hi] - self._d_t[lo]
-        usable = ~before & ((gap <= self.timeout_ns) | (t_ns == self._d_t[lo]))
+        bridged = (gap <= self.timeout_ns) & ~self._d_hole[hi]
+        usable = ~before & (bridged | (t_ns == self._d_t[lo]))
         self.counts['wrench_unpaired'] += int((~usable).sum())
+        in_hole = ~usable & ~before & (gap <= self.timeout_ns)
+        self.counts['wrench_in_displacement_hole'] += int(in_hole.sum())
         t_ns, force, lo, hi = t_ns[usable], force[usable], lo[usable], hi[usable]
         if not len(t_ns):
             return none
@@ -428,6 +449,7 @@ class ContactPipeline:
         coord = self._d_c[lo] + frac * (self._d_c[hi] - self._d_c[lo])
         keep_from = max(int(lo[-1]), 0)
         self._d_t, self._d_c = self._d_t[keep_from:], self._d_c[keep_from:]
+        self._d_hole = self._d_hole[keep_from:]
         return t_ns, force, coord
 
     def _cap_wrench_queue(self) -> None:
@@ -454,6 +476,7 @@ class ContactPipeline:
                 return nothing
             period = float(np.median(np.diff(tt[:_PERIOD_SAMPLES])))
             self._half_window = half_window_samples(self.params['differentiator_half_window'], period)
+            self._period_s = period
             warm_up_end = _PERIOD_SAMPLES - 1
         m = self._half_window
         xd, xdd = local_derivatives(tt, xx, m, second=self.model.uses_acceleration)
@@ -465,6 +488,15 @@ class ContactPipeline:
         newest = np.maximum(np.arange(2 * m, len(tt)), warm_up_end) - (len(tt) - len(t_ns))
         contact = (fc >= self.threshold) & np.isfinite(xc)
         self.counts['out_of_contact'] += int((~contact).sum())
+        gaps = np.flatnonzero(np.diff(tt) > _GAP_PERIODS * self._period_s)
+        if len(gaps):                         # centres whose +-m window spans a gap: no derivative there
+            cum = np.zeros(len(tt), dtype=np.int64)
+            cum[gaps + 1] = 1
+            cum = np.cumsum(cum)
+            centres = np.arange(m, len(tt) - m)
+            spans = cum[centres + m] > cum[centres - m]
+            self.counts['derivative_across_gap'] += int((contact & spans).sum())
+            contact &= ~spans
         samples = ContactSamples.make(tc[contact], fc[contact], xc[contact], xd[contact],
                                       None if xdd is None else xdd[contact])
         self.counts['samples_dropped_nonfinite'] += samples.dropped
