@@ -185,6 +185,13 @@ def test_s5_online_profile_after_30_s(s2):
     np.testing.assert_allclose(p2.theta, p.theta, rtol=1e-9, atol=1e-12)
     pw = _stream(ImpedancePipeline(dict(params, force_source='wrench')), s2, n, 977, source='wrench')
     np.testing.assert_allclose(pw.theta, p.theta, rtol=1e-9, atol=1e-12)
+    # the reversal hold-off (samples just after a reversal carry the filter-delayed friction step) is
+    # batching-independent too, and drops samples
+    ph = dict(params, reversal_holdoff=0.005)
+    h1, h2 = _stream(ImpedancePipeline(ph), s2, n, 400), _stream(ImpedancePipeline(ph), s2, n, 1733)
+    np.testing.assert_allclose(h1.theta, h2.theta, rtol=1e-9, atol=1e-12)
+    assert h1.n.sum() < p.n.sum()
+    _assert_within(h1, s2.oracle, scale=2.0)
 
 
 def test_s6_dashpot_drop_terminal_velocity():

@@ -136,6 +136,8 @@ class ImpedancePipeline:
         self._w_f = np.zeros(0)
         self._t0_ns: int | None = None
         self.newest_ns = 0
+        self._last_sign = 0.0                   # sign of v of the last moving sample
+        self._last_reversal = -np.inf           # time (s) of the last sign change of v
 
     def reset(self) -> None:
         self.joint_buffer.clear()
@@ -221,6 +223,25 @@ class ImpedancePipeline:
         self._reset_state()
         self.counts['time_jumps'] += 1
 
+    def _after_reversal(self, t: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """Mask of samples at least ``reversal_holdoff`` s after the last sign change of v: the causal filter
+        delays the friction step of a reversal, so samples just after it still carry the old direction's
+        friction (batching-independent: the last sign and reversal time are carried over)."""
+        hold = self.params['reversal_holdoff']
+        if not len(t) or hold <= 0:
+            return np.ones(len(t), bool)
+        sgn = np.sign(v)
+        prev = np.concatenate(([self._last_sign], sgn[:-1]))
+        change = (sgn != prev) & (sgn != 0) & (prev != 0)
+        t_rev = np.where(change, t, -np.inf)
+        t_rev[0] = max(t_rev[0], self._last_reversal)
+        last = np.maximum.accumulate(t_rev)
+        nz = np.flatnonzero(sgn != 0)
+        if len(nz):
+            self._last_sign = float(sgn[nz[-1]])
+        self._last_reversal = float(last[-1])
+        return (t - last) >= hold
+
     def _pair(self) -> int:
         """Interpolate x at every wrench stamp covered by the position stream, condition, update."""
         pt, px, wt = self._pos_t, self._pos_x, self._w_t
@@ -262,7 +283,8 @@ class ImpedancePipeline:
         if len(tt):
             self.newest_ns = self._t0_ns + int(round(tt[-1] * 1e9))
         self.rls.correlation = self.conditioner.correlation
-        n = self.rls.update(xx, vv, aa, ff, tt)
+        keep = self._after_reversal(tt, vv)
+        n = self.rls.update(xx[keep], vv[keep], aa[keep], ff[keep], tt[keep])
         self.counts['samples_used'] += n
         self.counts['samples_conditioned'] += len(tt)
         return n
