@@ -70,7 +70,8 @@ PARAMS: list[ParamSpec] = [
     ParamSpec('min_velocity', 0.005, 'Velocity deadband: samples with |v| <= this are not used (friction is '
               'undefined at turn-around).', low=0.0, unit='m/s'),
     ParamSpec('reversal_holdoff', 0.0, 'Samples this long after a reversal of v are not used: the causal '
-              'filter delays the friction step of a reversal (about 1.5/(2 pi f_c) s of group delay); 0 = off.',
+              'filter delays the friction step of a reversal (about 1.5/(2 pi f_c) s of group delay); '
+              '0 = off.',
               low=0.0, high=1.0, unit='s'),
     ParamSpec('min_samples', 200, 'Effective samples a bin needs before its estimate is valid.', low=5,
               high=100000000),
