@@ -8,8 +8,9 @@ parameter, counts
   model fits; about 95 % for a Gaussian estimate with an honest sigma);
 * flagged: the share of estimates reported not valid.
 
-Three conditions: ``consistent`` (F = k x + b xd: the model fits), ``mass`` (a soft wall with 2 kg of
-environment mass, F = k x + b xd + m xdd, under the Kelvin-Voigt model) and ``stiff_mass`` (k = 2e5 N/m,
+Four conditions: ``consistent`` (F = k x + b xd: the model fits), ``mass`` (a soft wall with 2 kg of
+environment mass, F = k x + b xd + m xdd, under the Kelvin-Voigt model), ``small_mass`` (20 g: below what
+the omitted-mass test detects in 10 s) and ``stiff_mass`` (k = 2e5 N/m,
 b = 500 N*s/m, m = 5 kg: the mass carries well under 1 % of the force yet biases least squares by many
 sigma). Under a mass every valid estimate should still cover the truth, or be flagged. Damping is
 counted only where it is reported identifiable. ``--velocity analytic`` feeds the true deformation rate
@@ -31,6 +32,8 @@ NAMES = ('rls', 'ils', 'ia', 'kalman', 'gls', 'etfe', 'oem', 'eem', 'gmle')
 CONDITIONS = {
     'consistent': {},
     'mass': {'mass': 2.0},
+    # a mass too small to detect: the valid estimates must still cover the truth
+    'small_mass': {'mass': 0.02},
     # the stiff wall with environment mass: a small share of the force, many sigma of bias
     'stiff_mass': {'stiffness': 2e5, 'damping': 500.0, 'mass': 5.0, 'offset': 0.002, 'amplitude': 0.0003},
 }
