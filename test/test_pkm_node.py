@@ -192,3 +192,18 @@ def test_documented_config_is_generated():
     assert (ROOT / 'config' / 'pkm_identifier.yaml').read_text() == gen.render('pkm_identifier')
     values = load_params_file(CONFIG, 'pkm_identifier')
     assert values['prior_scale'] == 0.8
+
+
+def test_launch_file_names_the_installed_executable_and_config():
+    import ast
+    import sys
+    from pathlib import Path
+    tree = ast.parse((ROOT / 'launch/pkm_identification.launch.py').read_text())
+    strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    assert {'contact_dynamics', 'pkm_identifier', 'pkm_identifier.yaml', 'config', 'joint_states'} <= strings
+    assert any(isinstance(n, ast.FunctionDef) and n.name == 'generate_launch_description' for n in ast.walk(tree))
+    share = Path(sys.prefix) / 'share' / 'contact_dynamics'
+    assert (share / 'launch' / 'pkm_identification.launch.py').is_file()
+    assert (share / 'config' / 'pkm_identifier.yaml').is_file()
+    assert (share / 'config' / 'pkm_machines' / 'uf_like.yaml').is_file()
+    assert (Path(sys.prefix) / 'lib' / 'contact_dynamics' / 'pkm_identifier').is_file()
