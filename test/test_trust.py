@@ -179,3 +179,17 @@ def test_first_failure():
     assert trust.first_failure([trust.OK, None, bad, trust.Check(False, 'other')]) is bad
     assert trust.first_failure([trust.OK, None]) is None
     assert not bad and trust.OK
+
+
+def test_degenerate_inputs_give_checks_not_exceptions():
+    assert trust.whiteness(np.array([])).ok
+    assert trust.whiteness(np.full(50, np.nan)).ok
+    assert trust.whiteness(np.zeros(100)).ok                         # exact fit: nothing to test
+    assert trust.nis_check(np.array([])).ok and trust.nis_check(np.array([np.nan])).ok
+    c = trust.omitted_regressor(np.ones((3, 2)), np.ones(3), np.ones(3), ('mass',))
+    assert c.ok and 'too few' in c.details['note']
+    assert not trust.convergence(NAMES, np.zeros((0, 2))).ok
+    assert trust.ljung_box(np.ones(3))[0] != trust.ljung_box(np.ones(3))[0]   # NaN: too short
+    X = np.column_stack((np.ones(20), np.arange(20.0)))
+    cov = trust.hac_covariance(X, np.zeros(20), lags='auto')
+    assert np.all(np.isfinite(cov))
