@@ -10,7 +10,9 @@ or the whole record otherwise. Every algorithm runs on every window. The report 
 * ``force_displacement.png`` (F against x with each algorithm's model line), ``convergence.png`` (the
   recursive estimators' k and b over time), ``stiffness_by_window.png`` (k with 2-sigma bars).
 
-Verdict rule (spec §7: never fold a bound-active or failed result into averages silently): the consensus
+Verdict rule (spec §7: never fold a bound-active or failed result into averages silently): an estimate is
+valid only by the estimator's own rules and the shared trust verdict (``assess``, run by
+``algorithms.run``: converged and settled, no significant model mismatch, honest sigma); the consensus
 stiffness is the median of the valid estimates; an estimate is trusted when valid and within
 ``agreement`` (5 %) of the consensus. Damping is trusted only when at least two algorithms find it
 identifiable and agree within 2 ``agreement``.
