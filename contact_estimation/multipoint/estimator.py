@@ -129,55 +129,82 @@ def model_wrench(cs: ContactSet, n_instants: int, k: float, b: float, mu: float)
     return F, M
 
 
-def _excitation(Phi: np.ndarray) -> np.ndarray:
-    """Per column: |(I − P_others) φ_j| / |φ_j| (1 = orthogonal to the others, 0 = explained by them)."""
-    out = np.zeros(Phi.shape[1])
-    for j in range(Phi.shape[1]):
-        col = Phi[:, j]
-        nj = np.linalg.norm(col)
-        if nj == 0:
+def gram(A: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, int]:
+    """Sufficient statistics of stacked rows (non-finite rows dropped): AᵀA, Aᵀy, yᵀy, row count."""
+    A = np.asarray(A, float).reshape(-1, 3)
+    y = np.asarray(y, float).reshape(-1)
+    ok = np.all(np.isfinite(A), axis=1) & np.isfinite(y)
+    A, y = A[ok], y[ok]
+    return A.T @ A, A.T @ y, float(y @ y), int(len(y))
+
+
+def _excitation(G: np.ndarray) -> np.ndarray:
+    """Per column: |(I − P_others) φ_j| / |φ_j| from the Gram matrix (Schur complement); 1 = orthogonal to the
+    others, 0 = explained by them."""
+    out = np.zeros(3)
+    for j in range(3):
+        if G[j, j] <= 0:
             continue
-        others = np.delete(Phi, j, axis=1)
-        coef, *_ = np.linalg.lstsq(others, col, rcond=None)
-        out[j] = np.linalg.norm(col - others @ coef) / nj
+        o = [i for i in range(3) if i != j]
+        rest = G[j, j] - G[j, o] @ np.linalg.pinv(G[np.ix_(o, o)]) @ G[o, j]
+        out[j] = np.sqrt(max(rest, 0.0) / G[j, j])
     return out
 
 
 def global_fit(A: np.ndarray, y: np.ndarray, *, bounded: bool = True, thresholds: Thresholds | None = None,
                formulation: str = 'force', samples_used: int | None = None) -> MultiPointEstimate:
     """Global bounded least squares over stacked rows A (R, 3) θ = y (R,), θ = [k, b, μk]."""
-    th = thresholds or Thresholds()
     A = np.asarray(A, float).reshape(-1, 3)
     y = np.asarray(y, float).reshape(-1)
     ok = np.all(np.isfinite(A), axis=1) & np.isfinite(y)
     A, y = A[ok], y[ok]
-    rows = len(y)
+    return global_fit_gram(*gram(A, y), bounded=bounded, thresholds=thresholds, formulation=formulation,
+                           samples_used=samples_used, rss=lambda th: float(np.sum((y - A @ th) ** 2)))
+
+
+def global_fit_gram(G: np.ndarray, g: np.ndarray, yy: float, rows: int, *, bounded: bool = True,
+                    thresholds: Thresholds | None = None, formulation: str = 'force',
+                    samples_used: int | None = None, rss=None) -> MultiPointEstimate:
+    """The global fit from the sufficient statistics G = AᵀA, g = Aᵀy, yy = yᵀy of ``rows`` rows (constant cost
+    per update however long the record): columns scaled by their RMS, min ||R z − t|| with RᵀR = G_s, z ≥ 0
+    (the same minimiser as over the rows). ``rss(θ)``, when the rows are at hand, gives the residual sum of
+    squares exactly; otherwise RSS = yy − 2 zᵀg_s + zᵀG_s z (cancellation: ~1e-8 of yy)."""
+    th = thresholds or Thresholds()
+    G, g = np.asarray(G, float), np.asarray(g, float)
     samples = int(samples_used if samples_used is not None else rows)
     zero3 = np.zeros(3)
-    if rows < th.min_rows or not np.any(A):
-        return MultiPointEstimate(zero3.copy(), zero3.copy(), np.eye(3) * 0.0, False,
+    if rows < th.min_rows or not np.any(G):
+        return MultiPointEstimate(zero3.copy(), zero3.copy(), np.eye(3) * 1e300, False,
                                   f'not enough contact data ({rows} rows)', 0, float('inf'), 0.0, 0.0,
                                   np.zeros(3, bool), np.zeros(3, bool), zero3.copy(), samples, rows, formulation)
-    scale = np.sqrt(np.mean(A * A, axis=0))
+    scale = np.sqrt(np.maximum(np.diag(G), 0.0) / rows)
     unexcited = scale <= 1e-300
     scale = np.where(unexcited, 1.0, scale)
-    Phi = A / scale
-    s = np.linalg.svd(Phi, compute_uv=False)
-    rank = int(np.sum(s > s[0] * 1e-10)) if s[0] > 0 else 0
-    cond = float(s[0] / s[-1]) if s[-1] > 0 else float('inf')
+    Gs = G / np.outer(scale, scale)
+    Gs = 0.5 * (Gs + Gs.T)
+    gs = g / scale
+    lam, V = np.linalg.eigh(Gs)
+    lam = np.maximum(lam, 0.0)
+    sv = np.sqrt(lam[::-1])                          # singular values of the scaled regressor, descending
+    rank = int(np.sum(sv > sv[0] * 1e-10)) if sv[0] > 0 else 0
+    cond = float(sv[0] / sv[-1]) if sv[-1] > 0 else float('inf')
+    keep = lam > lam.max() * 1e-20
+    nk = int(keep.sum())
+    R = np.zeros((3, 3))
+    t = np.zeros(3)
+    R[:nk] = np.sqrt(lam[keep])[:, None] * V[:, keep].T
+    t[:nk] = (V[:, keep].T @ gs) / np.sqrt(lam[keep])
     if bounded:
-        res = lsq_linear(Phi, y, bounds=(0.0, np.inf), method='bvls', tol=1e-14)
+        res = lsq_linear(R, t, bounds=(0.0, np.inf), method='bvls', tol=1e-14)
         z, active = res.x, res.active_mask != 0
     else:
-        z, *_ = np.linalg.lstsq(Phi, y, rcond=None)
+        z, *_ = np.linalg.lstsq(R, t, rcond=None)
         active = np.zeros(3, bool)
     theta = z / scale
-    resid = y - Phi @ z
-    dof = max(rows - 3, 1)
-    sigma2 = float(resid @ resid) / dof
-    info = Phi.T @ Phi
+    rss = float(rss(theta)) if rss is not None else max(float(yy - 2 * z @ gs + z @ Gs @ z), 0.0)
+    sigma2 = rss / max(rows - 3, 1)
     try:
-        cov_z = sigma2 * np.linalg.inv(info) if rank == 3 else np.full((3, 3), np.inf)
+        cov_z = sigma2 * np.linalg.inv(Gs) if rank == 3 else np.full((3, 3), np.inf)
     except np.linalg.LinAlgError:
         cov_z = np.full((3, 3), np.inf)
     cov_theta = cov_z / np.outer(scale, scale)
@@ -190,12 +217,12 @@ def global_fit(A: np.ndarray, y: np.ndarray, *, bounded: bool = True, thresholds
         cov = 0.5 * (cov + cov.T)
     else:                                            # rank deficient: unknown (huge, still SPD)
         cov = np.diag(np.full(3, 1e300))
-    excitation = _excitation(Phi)
+    excitation = _excitation(Gs)
     excitation[unexcited] = 0.0
     std = np.sqrt(np.maximum(np.diag(cov_theta), 0.0))
     identifiable = (excitation >= th.min_excitation) & ~unexcited & np.isfinite(std)
-    resid_rms = float(np.sqrt(np.mean(resid ** 2)))
-    y_rms = float(np.sqrt(np.mean(y ** 2)))
+    resid_rms = float(np.sqrt(rss / rows))
+    y_rms = float(np.sqrt(yy / rows))
     frac = resid_rms / y_rms if y_rms > 0 else float('inf')
     reasons = []
     if rank < 3:
@@ -216,7 +243,8 @@ def global_fit(A: np.ndarray, y: np.ndarray, *, bounded: bool = True, thresholds
     if not np.all(np.isfinite(cov)):
         cov = np.where(np.isfinite(cov), cov, 0.0)
         cov[np.diag_indices(3)] = np.where(np.isfinite(np.diag(cov)) & (np.diag(cov) > 0), np.diag(cov), 1e300)
-    cov = cov + np.eye(3) * 1e-300                   # strictly positive definite for exact (noise-free) data
+    # strictly positive definite also for exact (noise-free) data
+    cov = cov + np.diag(np.maximum(np.abs(np.diag(cov)) * 1e-12, 1e-300))
     values = np.array([k, b, mu])
     return MultiPointEstimate(values, theta, cov, not reasons, '; '.join(reasons) or 'ok', rank, cond, resid_rms,
                               frac, active, identifiable, excitation, samples, rows, formulation)

@@ -10,7 +10,9 @@ Processing (a sample's result does not depend on how the stream was batched):
    linear quaternion) between two pose samples at most ``max_pose_gap`` apart whose twists are known;
 4. the contact kinematics of the paired instants (``contact_estimation.geometry.contacts``) give the regressor
    blocks (``estimator.regressor``) and measured rows, kept for the estimation window;
-5. every update solves the global bounded least squares over the window (``estimator.global_fit``).
+5. every update solves the global bounded least squares over the window from its running sufficient
+   statistics AᵀA, Aᵀy, yᵀy (``estimator.global_fit_gram``: constant cost per update; recomputed from the
+   kept rows when the window drops old ones).
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from contact_estimation.geometry.body import CompoundBody, load_geometry
 from contact_estimation.geometry.contacts import ContactKinematics, ContactSet
 from contact_estimation.geometry.rotations import angular_velocity_from_quats, quat_to_matrix
 
-from .estimator import MultiPointEstimate, Thresholds, global_fit, measurement, regressor
+from .estimator import MultiPointEstimate, Thresholds, global_fit_gram, gram, measurement, regressor
 
 
 def resolve_geometry_path(name: str) -> Path:
@@ -83,6 +85,7 @@ class MultiPointPipeline:
         self._rows_t = np.zeros(0, np.int64)
         self._rows_A = np.zeros((0, self.rows_per_instant, 3))
         self._rows_y = np.zeros((0, self.rows_per_instant))
+        self._stats = [np.zeros((3, 3)), np.zeros(3), 0.0, 0]        # AᵀA, Aᵀy, yᵀy, rows of the window
         self.latest: Latest | None = None
         self.estimate: MultiPointEstimate | None = None
         self.newest_ns = 0
@@ -163,6 +166,7 @@ class MultiPointPipeline:
         self._rows_t = self._rows_t[:0]
         self._rows_A = self._rows_A[:0]
         self._rows_y = self._rows_y[:0]
+        self._stats = [np.zeros((3, 3)), np.zeros(3), 0.0, 0]
         self.latest, self.estimate, self.newest_ns = None, None, 0
         wrench_side = source == 'wrench'
         other_gate = self.pose_gate if wrench_side else self.wrench_gate
@@ -225,6 +229,7 @@ class MultiPointPipeline:
             self._rows_t = np.r_[self._rows_t, t[contact]]
             self._rows_A = np.concatenate([self._rows_A, A[contact]])
             self._rows_y = np.concatenate([self._rows_y, y[contact]])
+            self._accumulate(A[contact], y[contact])
             self.latest = Latest(int(t[-1]), cs.at(n - 1))
             self.newest_ns = int(t[-1])
         # drop consumed wrench samples and pose samples no longer needed
@@ -245,15 +250,22 @@ class MultiPointPipeline:
             keep[np.nonzero(keep)[0][:extra]] = False
         if not keep.all():
             self._rows_t, self._rows_A, self._rows_y = self._rows_t[keep], self._rows_A[keep], self._rows_y[keep]
+            self._stats = [np.zeros((3, 3)), np.zeros(3), 0.0, 0]       # recomputed: no drift from subtraction
+            self._accumulate(self._rows_A, self._rows_y)
+
+    def _accumulate(self, A: np.ndarray, y: np.ndarray) -> None:
+        G, g, yy, rows = gram(A.reshape(-1, 3), y.reshape(-1))
+        self._stats = [self._stats[0] + G, self._stats[1] + g, self._stats[2] + yy, self._stats[3] + rows]
 
     def step(self) -> MultiPointEstimate | None:
         """Process what has arrived and re-estimate; None until an instant with contact was paired."""
         self._pair()
         if not len(self._rows_t):
             return self.estimate
-        self.estimate = global_fit(self._rows_A.reshape(-1, 3), self._rows_y.reshape(-1),
-                                   thresholds=self.thresholds, formulation=self.params['formulation'],
-                                   samples_used=len(self._rows_t))
+        A, y = self._rows_A.reshape(-1, 3), self._rows_y.reshape(-1)
+        self.estimate = global_fit_gram(*self._stats, thresholds=self.thresholds,
+                                        formulation=self.params['formulation'], samples_used=len(self._rows_t),
+                                        rss=lambda th: float(np.sum((y - A @ th) ** 2)))
         self.estimate.extras['stamp_ns'] = int(self._rows_t[-1])
         return self.estimate
 
