@@ -170,3 +170,19 @@ def test_time_jump_back_resets(m2):
     assert pl.status()['resets'] == 1
     np.testing.assert_allclose(again.values, first.values, rtol=1e-12)
     assert again.samples_used == first.samples_used
+
+
+def test_offline_estimate_command_with_cached_kinematics(m2, tmp_path):
+    import yaml
+    from contact_estimation.multipoint.batch import main
+    bag = write_bag(m2, tmp_path / 'm2')
+    cache = tmp_path / 'kin.npz'
+    assert main([str(bag), '--mode', 'kinematics', '--kinematics', str(cache)]) == 0
+    assert main([str(bag), '--mode', 'estimate', '--kinematics', str(cache), '--report', str(tmp_path / 'r')]) == 0
+    s = yaml.safe_load((tmp_path / 'r' / 'summary.yaml').read_text())
+    np.testing.assert_allclose([s['stiffness'], s['damping'], s['friction']], TRUE, rtol=1e-4)
+    assert s['valid'] and s['rank'] == 3
+    local = np.genfromtxt(tmp_path / 'r' / 'local.csv', delimiter=',', names=True)
+    one = local['contacts'] == 1
+    assert one.any() and (local['rank'][one] < 3).all()          # one-contact instants flagged rank deficient
+    assert (tmp_path / 'r' / 'contacts.png').stat().st_size > 1000

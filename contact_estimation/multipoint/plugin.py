@@ -26,6 +26,8 @@ PLUGIN = Plugin(
     description='multi-point contact identification from geometry (k, b, mu), peg/hole contact geometry, '
                 'rigid-body penalty-contact simulator, geometry sensitivity sweeps',
     commands=(
+        Command('multipoint-estimate', f'{_MP}.batch:main',
+                'offline multi-point identification of a bag: kinematics (cached), global + local estimates, report'),
         Command('multipoint-sensitivity', f'{_MP}.sensitivity:main',
                 'replay a multi-point record with perturbed geometry and tabulate the estimate errors (§3.9)'),
     ),
