@@ -127,3 +127,15 @@ def test_an_existing_cluster_by_scheduler_address(bags, batch):
         remote = run_batch([str(bags[1])], CONFIG, scheduler=cluster.scheduler_address, progress=False)
     assert remote.cluster == cluster.scheduler_address and remote.workers == 1
     assert remote[0]['ok'] and remote[0]['topics'] == next(r for r in result if r['bag'] == str(bags[1]))['topics']
+
+
+def test_parameter_rows_read_contact_and_parameter_estimates():
+    contact = {'parameter_names': ['stiffness', 'damping'], 'stiffness': 4800.0, 'damping': 200.0,
+               'covariance': [4.0, 0.1, 0.1, 0.25]}
+    generic = {'names': ['m_e', 'f_c'], 'values': [1.79, 3.5], 'covariance': [-1.0, 0.0, 0.0, 0.0]}
+    assert parameter_rows(contact) == [{'name': 'stiffness', 'value': 4800.0, 'sigma': 2.0},
+                                       {'name': 'damping', 'value': 200.0, 'sigma': 0.5}]
+    rows = parameter_rows(generic)
+    assert [(r['name'], r['value']) for r in rows] == [('m_e', 1.79), ('f_c', 3.5)]
+    assert all(math.isnan(r['sigma']) for r in rows)                   # covariance unknown: element 0 = -1
+    assert parameter_rows({'valid': True}) == []
