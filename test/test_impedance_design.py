@@ -196,3 +196,21 @@ def test_wrench_source_memory_stays_bounded_when_one_stream_stops():
         pl.push_joint_columns(st[i:i + 500], ['slider'], np.zeros((500, 1)))
         pl.step()
     assert len(pl._pos_t) <= 1000 and pl.profile().n.sum() == 0
+
+
+def test_nonnegative_bounds_hold_and_leave_a_good_fit_unchanged():
+    from contact_estimation.impedance.segmented import FitOptions
+    rng = np.random.default_rng(3)
+    n = 20000
+    xs = rng.uniform(0, 0.024, n)
+    vs = rng.choice([-1, 1], n) * rng.uniform(0.01, 0.2, n)
+    acc = rng.normal(0, 3, n)
+    F = 0.0 * acc + 11.5 * vs + 800 * xs + rng.normal(0, 0.5, n)      # massless: m-hat scatters around 0
+    free = fit_segmented(xs, vs, acc, F, EDGES)
+    bounded = fit_segmented(xs, vs, acc, F, EDGES, FitOptions(nonnegative=True))
+    shared = fit_segmented(xs, vs, acc, F, EDGES, FitOptions(nonnegative=True, shared_mass=True))
+    assert (free.value('mass') < 0).any()
+    assert (bounded.value('mass') >= 0).all() and (shared.value('mass') >= 0).all()
+    np.testing.assert_allclose(bounded.value('stiffness'), 800.0, rtol=0.06)       # ~3 sigma
+    with pytest.raises(ValueError, match='continuity'):
+        fit_segmented(xs, vs, acc, F, EDGES, FitOptions(nonnegative=True, continuity=True))

@@ -230,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--continuity', action='store_true', help='spring force continuous at the edges')
     ap.add_argument('--shared-mass', action='store_true', help='one mass for all segments')
     ap.add_argument('--tikhonov', type=float, default=0.0, help='smoothing weight lambda across segments')
+    ap.add_argument('--nonnegative', action='store_true', help='bound m >= 0 and b >= 0')
     ap.add_argument('--skip', type=float, default=2.0, help='start-up seconds to drop')
     a = ap.parse_args(argv)
     raw = load_params_file(a.config, NODE_NAME) if a.config else {}
@@ -240,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         raw['force_source'] = a.force_source
     params = validate_all(PARAMS, raw)
     options = FitOptions(v_min=params['min_velocity'], continuity=a.continuity, shared_mass=a.shared_mass,
-                         tikhonov=a.tikhonov)
+                         tikhonov=a.tikhonov, nonnegative=a.nonnegative)
     prof, c, truth = profile_bag(a.bag, params, options, cutoff_hz=a.cutoff, filtered=not a.raw,
                                  t_skip=a.skip)
     out = Path(a.report)

@@ -10,7 +10,8 @@ problem with optional extensions (off by default, the paper's method) is small:
   - ``continuity``: spring force continuous at every inner edge, k_j e + c_j = k_{j+1} e + c_{j+1} per
     direction (null-space parametrisation of the equality constraints);
   - ``shared_mass``: one m for every segment and direction (rigid moving mass);
-  - ``tikhonov``: + lambda * nbar * sum_j |W (Theta_{j+1} - Theta_j)|^2 per direction in scaled units.
+  - ``tikhonov``: + lambda * nbar * sum_j |W (Theta_{j+1} - Theta_j)|^2 per direction in scaled units;
+  - ``nonnegative``: m >= 0 and b >= 0 (bounded least squares; the covariance is the unconstrained one).
 Reported per (segment, direction): n, the column-normalised condition number kappa, the residual RMS, R^2,
 the covariance sigma^2 (X^T X)^-1 (sandwich form with smoothing), the unique variance of every regressor
 (its residual variance after regressing it on the others) and the identifiability verdict: m and k are
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.linalg import null_space
+from scipy.optimize import lsq_linear
 
 PARAMS = ('mass', 'damping', 'stiffness', 'intercept')
 UNITS = ('kg', 'N*s/m', 'N/m', 'N')
@@ -47,6 +49,7 @@ class FitOptions:
     # independent of [v x 1], the excitation is essentially one tone (a ~ -w^2 (x - xbar)); whatever m vs k
     # information the segments hold then comes from tracking harmonics, which B5 says not to rely on
     kappa_refuse: float = KAPPA_REFUSE
+    nonnegative: bool = False      # m >= 0 and b >= 0 (scipy.optimize.lsq_linear); not with continuity
     check: bool = True             # False: report every number (oracle fits, research)
 
 
@@ -332,7 +335,10 @@ def _solve(blocks: list[_Block], edges: np.ndarray, scale: np.ndarray,
     if not (o.continuity or o.shared_mass or o.tikhonov > 0):
         th, cv, rss = np.zeros((nb, 4)), np.zeros((nb, 4, 4)), np.zeros(nb)
         for i, bl in enumerate(blocks):
-            th[i] = np.linalg.lstsq(bl.R, bl.q, rcond=None)[0]
+            if o.nonnegative:
+                th[i] = lsq_linear(bl.R, bl.q, bounds=([0.0, 0.0, -np.inf, -np.inf], np.inf)).x
+            else:
+                th[i] = np.linalg.lstsq(bl.R, bl.q, rcond=None)[0]
             rss[i] = bl.yy - bl.q @ bl.q + float(np.sum((bl.q - bl.R @ th[i]) ** 2))
             sigma2 = max(rss[i], 0.0) / max(bl.n - 4, 1)
             rinv = np.linalg.pinv(bl.R)
@@ -354,6 +360,8 @@ def _solve(blocks: list[_Block], edges: np.ndarray, scale: np.ndarray,
     index = {(bl.d, bl.j): i for i, bl in enumerate(blocks)}
     pairs = [(index[(d, j)], index[(d, j + 1)], j) for d in (0, 1) for j in range(len(edges) - 2)
              if (d, j) in index and (d, j + 1) in index]
+    if o.continuity and o.nonnegative:
+        raise ValueError('nonnegative bounds cannot be combined with the continuity constraint')
     if o.continuity and pairs:
         C = np.zeros((len(pairs), p))
         for r, (i0, i1, j) in enumerate(pairs):
@@ -373,7 +381,13 @@ def _solve(blocks: list[_Block], edges: np.ndarray, scale: np.ndarray,
         rows.append(D @ T)
         targets.append(np.zeros(4 * len(pairs)))
     M = np.vstack(rows)
-    z = np.linalg.lstsq(M, np.concatenate(targets), rcond=None)[0]
+    if o.nonnegative:
+        # without continuity every column of T maps to one parameter kind (row index mod 4)
+        kinds = np.array([int(np.flatnonzero(T[:, c])[0]) % 4 for c in range(T.shape[1])])
+        lb = np.where(kinds < 2, 0.0, -np.inf)
+        z = lsq_linear(M, np.concatenate(targets), bounds=(lb, np.inf)).x
+    else:
+        z = np.linalg.lstsq(M, np.concatenate(targets), rcond=None)[0]
     theta = T @ z
     rss = np.zeros(nb)
     for i, bl in enumerate(blocks):
