@@ -41,3 +41,29 @@ def test_w4b_sticks_on_the_rim_with_the_static_normal_force():
     overtravel = rec.x[deepest, 2] - sc.setpoint(rec.t[deepest])[2]
     cos_theta = sc.z_touch / sc.peg_radius
     assert rec.normal_force[deepest] == pytest.approx(sc.k_ctrl * overtravel * cos_theta, rel=0.03)
+
+
+def test_w5_flat_push_steady_state_matches_the_static_solution():
+    from contact_estimation.multipoint.flatpush import FlatPush
+    fp = FlatPush(mu=0.0)
+    q_static, fn_static = fp.static_equilibrium()
+    assert fn_static > 50.0                                   # the table really pushes back
+    t, q, tau, fn = fp.simulate(duration=3.0)
+    assert np.abs(q[-1] - q_static).max() <= 1e-3
+    assert fn[-1] == pytest.approx(fn_static, rel=0.01)
+    # the TCP slides along the table instead of stopping where it was commanded (paper, Exp. 1)
+    assert fp.points(q[-1])[2][0] - fp.x_target > 0.01
+
+
+def test_w5_sim_vs_real_metrics_are_robust_to_sensor_noise():
+    from contact_estimation.multipoint.flatpush import FlatPush, metrics
+    sim = FlatPush(mu=0.20)
+    real = FlatPush(mu=0.25, k_c=2e5, k_joint=1050.0)
+    _, q_sim, _, _ = sim.simulate(duration=2.0, dt=5e-4)
+    _, q_real, _, _ = real.simulate(duration=2.0, dt=5e-4)
+    clean = metrics(q_sim, [q_real] * 3)
+    noisy = metrics(q_sim, [real.simulate(duration=2.0, dt=5e-4, seed=s, sigma_q=1e-4, sigma_tau=0.2)[1]
+                            for s in (1, 2, 3)])
+    assert abs(noisy['E_max'] - clean['E_max']) <= 1e-3
+    assert abs(noisy['sigma_e'] - clean['sigma_e']) <= 1e-3
+    assert clean['E_max'] > 0 and clean['pass'] == (clean['E_max'] <= 0.1 and clean['sigma_e'] <= 0.04)
