@@ -44,7 +44,8 @@ def ensure_bag(seconds: float) -> Path:
     t0 = time.perf_counter()
     write_bag(KelvinVoigt1Dof(duration=float(seconds), rate=1000.0), tmp, overwrite=True)
     tmp.rename(path)
-    print(f'simulated {path} ({seconds:g} s at 1 kHz, 2 topics) in {time.perf_counter() - t0:.0f} s', flush=True)
+    print(f'simulated {path} ({seconds:g} s at 1 kHz, 2 topics) in {time.perf_counter() - t0:.0f} s',
+          flush=True)
     return path
 
 
@@ -76,7 +77,8 @@ def child(bag: str, publish_rate: float, chunk_s: float) -> None:
         last = result.outputs['/contact_estimator/gls/estimate'][-1][1]
         print(json.dumps({'wall': wall, 'cpu': cpu, 'timing': timing, 'bag_s': result.bag_duration_s,
                           'messages': result.input_messages, 'outputs': sum(result.counts.values()),
-                          'chunks': result.chunks, 'rss_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                          'chunks': result.chunks,
+                          'rss_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                           'rss_start_mb': rss_start / 1024,
                           'gls': [last['stiffness'], last['damping'], last['valid']]}))
 
@@ -123,11 +125,13 @@ def main() -> int:
     print(f'run-bag, RLS + GLS at {args.publish_rate:g} Hz, output bag written, one fresh process per bag '
           f'(shared 2-core machine: figures are noisy)')
     print(f"{'bag':>8s} {'messages':>10s} {'wall s':>7s} {'x real time':>11s} {'msg/s':>10s} {'read s':>7s} "
-          f"{'estim s':>7s} {'write s':>7s} {'setup s':>7s} {'CPU s':>6s} {'x per CPU':>9s} {'peak RSS MB':>11s} "
+          f"{'estim s':>7s} {'write s':>7s} {'setup s':>7s} {'CPU s':>6s} {'x per CPU':>9s} "
+          f"{'peak RSS MB':>11s} "
           f"{'chunks':>6s}  final GLS k, b")
     ours = None
     for seconds, bag in zip(args.durations, bags):
-        out = subprocess.run([sys.executable, __file__, '--child', str(bag), '--publish-rate', str(args.publish_rate),
+        out = subprocess.run([sys.executable, __file__, '--child', str(bag),
+                              '--publish-rate', str(args.publish_rate),
                               '--chunk-s', str(args.chunk_s)], capture_output=True, text=True)
         if out.returncode:
             print(out.stderr)
@@ -136,7 +140,8 @@ def main() -> int:
         tm = r['timing']
         print(f"{seconds:7g}s {r['messages']:10d} {r['wall']:7.2f} {r['bag_s'] / r['wall']:10.0f}x "
               f"{r['messages'] / r['wall']:10.0f} {tm['read']:7.2f} {tm['estimate']:7.2f} {tm['write']:7.2f} "
-              f"{tm['setup']:7.2f} {r['cpu']:6.2f} {r['bag_s'] / r['cpu']:8.0f}x {r['rss_mb']:11.0f} {r['chunks']:6d}  {r['gls'][0]:.1f}, {r['gls'][1]:.2f}"
+              f"{tm['setup']:7.2f} {r['cpu']:6.2f} {r['bag_s'] / r['cpu']:8.0f}x {r['rss_mb']:11.0f} "
+              f"{r['chunks']:6d}  {r['gls'][0]:.1f}, {r['gls'][1]:.2f}"
               f"{'' if r['gls'][2] else ' (not valid)'}")
         ours = r
     if args.peer_seconds > 0 and ours is not None:

@@ -1300,7 +1300,8 @@ class BagReader:
                 raise KeyError(f'no topic {topic!r} in {self.path}; topics: {sorted(self.topics)}')
         specs = {t: msgconv.column_spec(self.topics[t]) for t in topics}
         schemas: dict[str, list[Schema]] = {t: [] for t in topics}
-        maps, sources = [], []          # per file: (topic_of, lut); (first log time, file, offset, chunk index)
+        maps = []           # per file: (channel -> topic index, channel -> schema index, wanted channels)
+        sources = []        # (first log time, file, offset, chunk index)
         for fi, mf in enumerate(self._files):
             topic_of = np.full(1 << 16, -1, dtype=np.int64)
             lut = np.zeros(1 << 16, dtype=np.int64)
@@ -1312,7 +1313,8 @@ class BagReader:
             if not maps[-1][2]:
                 continue
             if getattr(mf.summary, 'chunk_indexes', None):
-                sources += [(ci.message_start_time, fi, ci.chunk_start_offset, ci) for ci in mf.summary.chunk_indexes]
+                sources += [(ci.message_start_time, fi, ci.chunk_start_offset, ci)
+                            for ci in mf.summary.chunk_indexes]
             else:
                 sources.append((np.iinfo(np.int64).min, fi, 0, None))
         sources.sort(key=itemgetter(0, 1, 2))
@@ -1324,7 +1326,8 @@ class BagReader:
             while nxt < len(sources) and (last or sources[nxt][0] <= end):
                 _, fi, offset, ci = sources[nxt]
                 nxt += 1
-                pieces = self._files[fi].iter_pieces(maps[fi][2], [ci]) if ci is not None                     else self._files[fi].collect(maps[fi][2])
+                mf = self._files[fi]
+                pieces = mf.iter_pieces(maps[fi][2], [ci]) if ci is not None else mf.collect(maps[fi][2])
                 pending += [((fi, offset), fi, piece) for piece in pieces]
             emit, keep = [], []
             for key, fi, piece in pending:

@@ -53,7 +53,7 @@ class OfflineNode(Protocol):
     def push(self, topic: str, cols: dict, sl: slice) -> None: ...
     def tick(self, now_ns: int) -> list[tuple[str, str, dict]]: ...
     def status(self) -> dict: ...
-    # optional: def replay_chunk(self, columns: dict[str, dict], ticks_ns: np.ndarray) -> list[list[tuple]]: ...
+    # optional: def replay_chunk(self, columns: dict[str, dict], ticks_ns: np.ndarray) -> list[list[tuple]]
 
 
 def resolve_topic(name: str, node_name: str, namespace: str = '/') -> str:
@@ -129,7 +129,8 @@ def replay(bag: BagReader, nodes: list[Any], writer: BagWriter | None = None,
         result.recovery = bag.recovery
         return result
     start, end = bag.start_ns, bag.end_ns
-    ticks = [np.arange(start + n.period_ns, end + 2 * n.period_ns, n.period_ns, dtype=np.int64) for n in nodes]
+    ticks = [np.arange(start + n.period_ns, end + 2 * n.period_ns, n.period_ns, dtype=np.int64)
+             for n in nodes]
     ends = _chunk_ends(ticks[0], chunk_s)
     ends[-1] = max(int(t[-1]) for t in ticks)               # the last chunk takes everything
     drivers = [_Driver(n, t, batched and hasattr(n, 'replay_chunk')) for n, t in zip(nodes, ticks)]
@@ -151,7 +152,8 @@ def replay(bag: BagReader, nodes: list[Any], writer: BagWriter | None = None,
     return result
 
 
-def _replay_chunks(chunks, drivers, writer, result: ReplayResult, max_kept: int | None, bar, freeze: bool) -> None:
+def _replay_chunks(chunks, drivers, writer, result: ReplayResult, max_kept: int | None, bar,
+                   freeze: bool) -> None:
     kept: dict[str, _Thinned] = {}
     timing = result.timing = dict.fromkeys(('read', 'estimate', 'write'), 0.0)
     t_prev = time.perf_counter()

@@ -19,21 +19,26 @@ def random_value(types, type_key, rng):
     out = {}
     for f in types[type_key]:
         n = (f.size if f.size is not None else int(rng.integers(0, 4))) if f.is_array else None
-        one = (lambda: random_value(types, f.type, rng)) if f.type in types else (lambda: random_primitive(f.type, rng))
+        if f.type in types:
+            one = lambda: random_value(types, f.type, rng)          # noqa: E731
+        else:
+            one = lambda: random_primitive(f.type, rng)             # noqa: E731
         out[f.name] = [one() for _ in range(n)] if f.is_array else one()
     return out
 
 
 def random_primitive(type_name, rng):
     if type_name == 'string':
-        return ''.join(rng.choice(list(string.ascii_letters + 'é→ ')) for _ in range(int(rng.integers(0, 9))))
+        letters = list(string.ascii_letters + 'é→ ')
+        return ''.join(rng.choice(letters) for _ in range(int(rng.integers(0, 9))))
     if type_name == 'bool':
         return bool(rng.integers(0, 2))
     if type_name in ('float32', 'float64'):
         return float(rng.choice([0.0, -1.5, 1e300, np.inf, np.nan, rng.normal()])) if type_name == 'float64' \
             else float(np.float32(rng.normal()))
     bits = int(''.join(c for c in type_name if c.isdigit()) or 8)
-    lo, hi = (0, 2 ** bits - 1) if type_name.startswith(('uint', 'byte', 'char')) else (-2 ** (bits - 1), 2 ** (bits - 1) - 1)
+    unsigned = type_name.startswith(('uint', 'byte', 'char'))
+    lo, hi = (0, 2 ** bits - 1) if unsigned else (-2 ** (bits - 1), 2 ** (bits - 1) - 1)
     return int(rng.choice([lo, hi, 0, 1]))
 
 

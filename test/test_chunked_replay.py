@@ -76,7 +76,8 @@ def _forbidden(*args, **kwargs):
 # ------------------------------------------------------------------ bags
 @pytest.fixture(scope='module')
 def clean(tmp_path_factory):
-    return write_bag(KelvinVoigt1Dof(duration=3.0, rate=1000.0, seed=21), tmp_path_factory.mktemp('c') / 'bag')
+    return write_bag(KelvinVoigt1Dof(duration=3.0, rate=1000.0, seed=21),
+                     tmp_path_factory.mktemp('c') / 'bag')
 
 
 @pytest.fixture(scope='module')
@@ -143,7 +144,8 @@ def test_column_windows_equal_the_whole_columns(corrupted, tmp_path):
 # ------------------------------------------------------------------ chunked replay == whole == per tick
 @pytest.mark.parametrize('rate', [20.0, 50.0])
 def test_clean_bag_any_chunking(clean, tmp_path, monkeypatch, rate):
-    ref = check_all_ways(clean, config(tmp_path, publish_rate=rate, **{'gls.window': 0.5}), monkeypatch=monkeypatch)
+    ref = check_all_ways(clean, config(tmp_path, publish_rate=rate, **{'gls.window': 0.5}),
+                         monkeypatch=monkeypatch)
     last = ref.outputs['/contact_estimator/gls/estimate'][-1][1]
     assert last['valid'] and abs(last['stiffness'] / 4800 - 1) < 0.02
 
@@ -156,7 +158,8 @@ def test_corrupted_bag_onset_datum_any_chunking(corrupted, tmp_path, source):
                  **{'gls.window': 0.5})
     ref = check_all_ways(corrupted, cfg)
     status = ref.status['contact_estimator']
-    assert status['contact_onsets'] == 2 and status['wrench.nonfinite'] == 3 and status['wrench.zero_stamp'] == 1
+    assert status['contact_onsets'] == 2
+    assert status['wrench.nonfinite'] == 3 and status['wrench.zero_stamp'] == 1
     assert status['wrench.out_of_order'] > 0 and status['wrench_unpaired'] > 600
     datums = [f['contact_datum'] for _, f in ref.outputs['/contact_estimator/estimate']]
     assert 0.0 in datums and len(set(datums)) >= 3          # lost, then a new datum at the regained onset
@@ -175,8 +178,10 @@ def test_displacement_ahead_of_the_wrench(tmp_path, monkeypatch):
     stamp = m['stamp_ns']
     burst = 100_000_000
     j_log = (stamp - stamp[0]) // burst * burst + burst + stamp[0] - 1
-    bag = write_columns(tmp_path / "bag", (stamp + 140_000_000, stamp, m['force_meas']), (j_log, stamp, m['q']))
-    check_all_ways(bag, config(tmp_path, publish_rate=20.0), chunks=(0.05, 0.1, 0.15), monkeypatch=monkeypatch)
+    bag = write_columns(tmp_path / 'bag', (stamp + 140_000_000, stamp, m['force_meas']),
+                        (j_log, stamp, m['q']))
+    check_all_ways(bag, config(tmp_path, publish_rate=20.0), chunks=(0.05, 0.1, 0.15),
+                   monkeypatch=monkeypatch)
 
 
 def test_time_jump_and_buffer_overflow_chunks_are_stepped(corrupted, tmp_path):
