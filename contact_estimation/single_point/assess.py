@@ -229,7 +229,8 @@ class TrustMonitor:
     in-contact sample (whatever the timer ticks) and ``window()`` giving the last samples up to it; the
     monitor keeps the last ``length`` of those estimates and, from ``min_reports`` on,
 
-    * re-evaluates convergence on them every ``every`` observations;
+    * re-evaluates convergence on them every ``every`` observations (without the settle rule for a
+      ``tracking`` estimator);
     * re-evaluates model adequacy (``adequacy_checks``: omitted mass, material whiteness, NIS, honest
       sigma) of that estimate on the window every ``adequacy_every`` observations;
 
@@ -264,7 +265,9 @@ class TrustMonitor:
             return
         due = self._count - self.min_reports
         if due % self.every == 0:
-            self._verdict = convergence_check(self.estimator, list(self._history), rel_floor=LIVE_RESOLUTION)
+            settle = {} if not tracking(self.estimator) else {'min_tail': 10 ** 9}
+            self._verdict = convergence_check(self.estimator, list(self._history), rel_floor=LIVE_RESOLUTION,
+                                              **settle)
         if due % self.adequacy_every == 0:
             checks, honest = adequacy_checks(est, window())
             self._adequacy = [c for c in checks if not c.ok or c.reason != 'ok']
@@ -287,6 +290,17 @@ class TrustMonitor:
                 base = est.covariance if cov is None else cov
                 cov = make_spd(base * max(nis.details['inflation'], 1.0))
         return with_checks(est, checks, cov) if checks or cov is not None else est
+
+
+def tracking(estimator) -> bool:
+    """Is the estimator built to follow a changing contact (finite memory: forgetting factor < 1, a sliding
+    window, or process noise)? Live, its recent estimates legitimately drift with the contact (a load
+    staircase on a hardening payload) and its sigma covers its memory, so the settle rule is not applied
+    to it; the information rule, the reference rule and model adequacy are."""
+    if getattr(estimator, 'lam', 1.0) < 1.0 or hasattr(estimator, 'window_s'):
+        return True
+    q = getattr(estimator, 'q_s', None)
+    return q is not None and bool(np.any(np.asarray(q) > 0))
 
 
 def boundaries(done: int, n: int, every: int = MONITOR_SAMPLES) -> np.ndarray:
