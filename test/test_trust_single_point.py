@@ -181,3 +181,20 @@ def test_live_pipeline_flags_environment_mass(tmp_path):
         if topic.endswith('/estimate'):
             assert [(m['valid'], m['status']) for _, m in msgs] == \
                 [(m['valid'], m['status']) for _, m in batched.outputs[topic]], topic
+
+
+def test_live_tracking_estimators_follow_a_staircase_without_false_alarms(tmp_path):
+    """A load staircase on a hardening payload: the secant stiffness changes per level. RLS (forgetting) and
+    the sliding-window GLS are built to follow it; the live monitor does not call them 'not settled'."""
+    from contact_dynamics_common.bag import BagReader
+    from contact_dynamics_common.cli import config_dir, load_offline_nodes
+    from contact_dynamics_common.replay import replay
+    from contact_estimation.single_point import scenarios as sc
+    from contact_estimation.single_point.simulate import write_scenario_bag
+
+    bag = write_scenario_bag(sc.s2_staircase('pl_half_sphere', 200.0, sigma_f=0.05, sigma_x=1e-7), tmp_path / 's2')
+    result = replay(BagReader(bag), load_offline_nodes(config_dir() / 'contact_estimator.yaml'))
+    for name in ('rls', 'gls'):
+        msgs = [m for _, m in result.outputs[f'/contact_estimator/{name}/estimate']]
+        assert not any(m['status'].startswith(('not settled', 'oscillating')) for m in msgs), name
+        assert msgs[-1]['valid'], msgs[-1]['status']
