@@ -214,3 +214,22 @@ def test_nonnegative_bounds_hold_and_leave_a_good_fit_unchanged():
     np.testing.assert_allclose(bounded.value('stiffness'), 800.0, rtol=0.06)       # ~3 sigma
     with pytest.raises(ValueError, match='continuity'):
         fit_segmented(xs, vs, acc, F, EDGES, FitOptions(nonnegative=True, continuity=True))
+
+
+def test_profile_save_and_load_roundtrip_for_playback(tmp_path):
+    from contact_estimation.impedance.store import load_profile, save_profile
+    rng = np.random.default_rng(4)
+    n = 20000
+    xs = rng.uniform(0, 0.024, n)
+    vs = rng.choice([-1, 1], n) * rng.uniform(0.01, 0.2, n)
+    acc = rng.normal(0, 3, n)
+    F = 0.58 * acc + 11.5 * vs + 800 * xs + 0.3 * np.sign(vs) + rng.normal(0, 0.05, n)
+    p = fit_segmented(xs, vs, acc, F, uniform_edges(0.0, 0.03, 10))      # the last 2 segments are empty
+    q = load_profile(save_profile(p, tmp_path / 'p.yaml', {'joint_name': 'slider'}))
+    np.testing.assert_array_equal(q.theta, p.theta)                       # NaN where empty, bit-exact elsewhere
+    np.testing.assert_array_equal(q.cov, p.cov)
+    assert (q.valid == p.valid).all() and q.reason == p.reason
+    np.testing.assert_array_equal(q.force(xs[:100], vs[:100], acc[:100]), p.force(xs[:100], vs[:100], acc[:100]))
+    (tmp_path / 'bad.yaml').write_text('a: 1\n')
+    with pytest.raises(ValueError, match='not an impedance profile'):
+        load_profile(tmp_path / 'bad.yaml')

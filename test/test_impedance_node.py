@@ -16,13 +16,15 @@ rclpy = pytest.importorskip('rclpy')
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
 
 from contact_dynamics.msg import ImpedanceProfile  # noqa: E402
 from contact_dynamics_common.cli import run_bag  # noqa: E402
 from contact_estimation.impedance import scenarios as sc  # noqa: E402
 from contact_estimation.impedance.simulate import EPOCH_NS, write_bag  # noqa: E402
+from contact_estimation.impedance.store import load_profile  # noqa: E402
 
-from ros_harness import ROOT, Listener, start_node, stop, wait_matched  # noqa: E402
+from ros_harness import ROOT, Listener, call_service, start_node, stop, wait_matched  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
@@ -75,7 +77,7 @@ def test_live_profile_at_4khz_equals_offline_run_bag(tmp_path, ros_context):
     # a deep input queue: a node starved of CPU for seconds on a loaded machine loses nothing
     params.write_text(yaml.safe_dump({'impedance_profiler': {'ros__parameters': {
         'joint_name': 'slider', 'force_source': 'effort', 'publish_rate': 5.0, 'min_samples': 100,
-        'input_queue_size': 30000}}}))
+        'input_queue_size': 30000, 'save_path': str(tmp_path / 'saved.yaml')}}}))
     proc = start_node('contact_estimation.impedance.node', '--params-file', CONFIG,
                       '--params-file', str(params))
     listener = Listener(TOPICS)
@@ -95,6 +97,9 @@ def test_live_profile_at_4khz_equals_offline_run_bag(tmp_path, ros_context):
         off = result.outputs['/impedance_profiler/profile'][-1][1]
         expected = off['samples_used']
         assert listener.wait_for(lambda: bool(final()), timeout=20.0), 'no profile covering every sample'
+        client = pub_node.create_client(Trigger, '/impedance_profiler/save')
+        assert client.wait_for_service(timeout_sec=10.0)
+        saved = call_service(pub_node, client, Trigger.Request())
     finally:
         pub_node.destroy_node()
         log = stop(proc)
@@ -115,6 +120,10 @@ def test_live_profile_at_4khz_equals_offline_run_bag(tmp_path, ros_context):
     for j in free:
         if live.valid_pos[j]:
             np.linalg.cholesky(cov[j])
+    # ~/save wrote the same profile (for playback)
+    assert saved is not None and saved.success, saved
+    stored = load_profile(tmp_path / 'saved.yaml')
+    np.testing.assert_allclose(stored.value('stiffness')[0], np.array(off['stiffness_pos']), rtol=1e-9)
     pipe = _diag(listener, 'impedance_profiler: pipeline')
     assert float(pipe['sample_rate_hz']) == pytest.approx(4000.0), (pipe, log)
     assert float(pipe['update_us_per_sample_p50']) < 200.0, pipe

@@ -3,7 +3,8 @@
 Subscribes  joint_states (sensor_msgs/JointState: position, and effort with force_source=effort) and, with
             force_source=wrench, wrench (geometry_msgs/WrenchStamped); sensor-data QoS.
 Publishes   ~/profile (contact_dynamics/ImpedanceProfile) at publish_rate, /diagnostics.
-Services    ~/reset (std_srvs/Trigger) and the lifecycle services (autostart by default).
+Services    ~/reset (std_srvs/Trigger), ~/save (std_srvs/Trigger: the current profile to save_path as YAML)
+            and the lifecycle services (autostart by default).
 Callbacks only copy samples into the pipeline's ring buffers; the profile is updated on a timer.
 """
 from __future__ import annotations
@@ -12,6 +13,7 @@ import time
 
 from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import JointState
+from std_srvs.srv import Trigger
 
 from contact_dynamics.msg import ImpedanceProfile as ImpedanceProfileMsg
 from contact_dynamics_common.msgconv import stamp_to_ns
@@ -43,6 +45,7 @@ class ImpedanceProfilerNode(EstimatorNode):
             if p['force_source'] == 'wrench':
                 self.create_subscription(WrenchStamped, p['wrench_topic'], self._on_wrench, qos)
             self.pub = self.create_lifecycle_publisher(ImpedanceProfileMsg, '~/profile', output_qos())
+            self.create_service(Trigger, '~/save', self._on_save)
         self.get_logger().info(
             f"profiling joint '{p['joint_name']}' over {len(self.pipeline.edges) - 1} segments "
             f"[{self.pipeline.edges[0]:g}, {self.pipeline.edges[-1]:g}], force from {p['force_source']}, "
@@ -77,6 +80,27 @@ class ImpedanceProfilerNode(EstimatorNode):
             return
         self.latest = out
         self.pub.publish(fill(ImpedanceProfileMsg(), out))
+
+    def _on_save(self, request, response):
+        import os
+        from pathlib import Path
+
+        from .store import save_profile
+        if self.pipeline is None or not self.pipeline.counts['samples_used']:
+            response.success, response.message = False, 'no profile yet: no sample has updated it'
+            return response
+        path = self.params['save_path'] or str(Path(os.environ.get('ROS_HOME', Path.home() / '.ros'))
+                                               / 'impedance_profile.yaml')
+        try:
+            save_profile(self.pipeline.profile(), path, {'joint_name': self.params['joint_name'],
+                                                         'force_source': self.params['force_source'],
+                                                         'samples_used': self.pipeline.counts['samples_used']})
+        except OSError as exc:
+            response.success, response.message = False, f'cannot write {path}: {exc}'
+            return response
+        response.success, response.message = True, f'profile saved to {path}'
+        self.get_logger().info(response.message)
+        return response
 
     def reset_estimation(self) -> None:
         if self.pipeline is not None:
