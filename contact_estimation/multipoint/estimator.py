@@ -81,17 +81,14 @@ class MultiPointEstimate:
         return np.sqrt(np.maximum(np.diag(self.covariance), 0.0))
 
 
-def regressor(cs: ContactSet, n_instants: int, formulation: str = 'force', moment_scale: float = 0.1,
-              sliding_only: bool = True) -> np.ndarray:
-    """(T, m, 3) regressor blocks per instant (m = 3 force rows, 3 moment rows or 6).
-
-    ``sliding_only``: points flagged sticking (t = 0) contribute no friction column (their t is 0 anyway).
-    """
+def regressor(cs: ContactSet, n_instants: int, formulation: str = 'force', moment_scale: float = 0.1) -> np.ndarray:
+    """(T, m, 3) regressor blocks per instant (m = 3 force rows, 3 moment rows or 6). Sticking points (t = 0)
+    contribute no friction column."""
     if formulation not in FORMULATIONS:
         raise ValueError(f"formulation must be one of {FORMULATIONS}, got {formulation!r}")
     T = int(n_instants)
     d, dd = cs.delta[:, None], cs.delta_dot[:, None]
-    t = cs.t if sliding_only else cs.t
+    t = cs.t
     blocks = []
     if formulation in ('force', 'force_moment'):
         cols = np.stack([d * cs.n, dd * cs.n, d * t], axis=2)           # (C, 3, 3)
