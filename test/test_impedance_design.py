@@ -226,10 +226,11 @@ def test_profile_save_and_load_roundtrip_for_playback(tmp_path):
     F = 0.58 * acc + 11.5 * vs + 800 * xs + 0.3 * np.sign(vs) + rng.normal(0, 0.05, n)
     p = fit_segmented(xs, vs, acc, F, uniform_edges(0.0, 0.03, 10))      # the last 2 segments are empty
     q = load_profile(save_profile(p, tmp_path / 'p.yaml', {'joint_name': 'slider'}))
-    np.testing.assert_array_equal(q.theta, p.theta)                       # NaN where empty, bit-exact elsewhere
+    np.testing.assert_array_equal(q.theta, p.theta)             # NaN where empty, bit-exact elsewhere
     np.testing.assert_array_equal(q.cov, p.cov)
     assert (q.valid == p.valid).all() and q.reason == p.reason
-    np.testing.assert_array_equal(q.force(xs[:100], vs[:100], acc[:100]), p.force(xs[:100], vs[:100], acc[:100]))
+    sl = slice(0, 100)
+    np.testing.assert_array_equal(q.force(xs[sl], vs[sl], acc[sl]), p.force(xs[sl], vs[sl], acc[sl]))
     (tmp_path / 'bad.yaml').write_text('a: 1\n')
     with pytest.raises(ValueError, match='not an impedance profile'):
         load_profile(tmp_path / 'bad.yaml')

@@ -82,8 +82,8 @@ PARAMS: list[ParamSpec] = [
               low=1.0),
     ParamSpec('publish_rate', 5.0, 'Profile update and publishing rate (timer on the node clock).', low=0.1,
               high=100.0, unit='Hz'),
-    ParamSpec('save_path', '', 'File ~/save writes the current profile to (YAML, contact_estimation.impedance.'
-              'store.load_profile reads it back for playback); empty = $ROS_HOME/impedance_profile.yaml '
-              '(default ~/.ros).'),
+    ParamSpec('save_path', '', 'File ~/save writes the current profile to (YAML, '
+              'contact_estimation.impedance.store.load_profile reads it back for playback); empty = '
+              '$ROS_HOME/impedance_profile.yaml (default ~/.ros).'),
     ParamSpec('frame_id', '', 'frame_id of the published profile; empty = the wrench frame, or joint_name.'),
 ]

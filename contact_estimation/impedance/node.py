@@ -92,9 +92,9 @@ class ImpedanceProfilerNode(EstimatorNode):
         path = self.params['save_path'] or str(Path(os.environ.get('ROS_HOME', Path.home() / '.ros'))
                                                / 'impedance_profile.yaml')
         try:
-            save_profile(self.pipeline.profile(), path, {'joint_name': self.params['joint_name'],
-                                                         'force_source': self.params['force_source'],
-                                                         'samples_used': self.pipeline.counts['samples_used']})
+            meta = {'joint_name': self.params['joint_name'], 'force_source': self.params['force_source'],
+                    'samples_used': self.pipeline.counts['samples_used']}
+            save_profile(self.pipeline.profile(), path, meta)
         except OSError as exc:
             response.success, response.message = False, f'cannot write {path}: {exc}'
             return response
