@@ -18,7 +18,7 @@ import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
-from rclpy.event_handler import SubscriptionEventCallbacks
+from rclpy.event_handler import SubscriptionEventCallbacks, UnsupportedEventTypeError
 from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
@@ -277,7 +277,10 @@ class EstimatorNode(LifecycleNode):
             def cb(msg, info):
                 stats.sequence(info)
                 callback(msg)
-        return self.create_subscription(msg_type, topic, cb, sensor_qos(depth), event_callbacks=events)
+        try:
+            return self.create_subscription(msg_type, topic, cb, sensor_qos(depth), event_callbacks=events)
+        except UnsupportedEventTypeError:          # a middleware without the message-lost event
+            return self.create_subscription(msg_type, topic, cb, sensor_qos(depth))
 
     def input_ledger(self, name: str, stats: InputStats, accepted: int, pending: int,
                      dropped: dict[str, int]) -> tuple[dict, str]:
