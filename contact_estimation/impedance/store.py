@@ -55,7 +55,8 @@ def load_profile(path: str | Path) -> ImpedanceProfile:
         damp[d, j], reason[d][j] = r['damping_identifiable'], r['reason']
     return ImpedanceProfile(edges=edges, theta=theta, cov=cov, n=n.astype(np.int64), kappa=kappa,
                             residual_rms=rms, r2=r2, unique_variance=uv,
-                            column_variance=np.full(shp + (4,), np.nan), valid=valid, separable=sep, damping_identifiable=damp, reason=reason,
+                            column_variance=np.full(shp + (4,), np.nan), valid=valid, separable=sep,
+                            damping_identifiable=damp, reason=reason,
                             options=doc.get('options', {}), model=doc.get('model', ''))
 
 
