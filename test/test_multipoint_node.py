@@ -131,3 +131,40 @@ def test_wrong_parameter_stops_the_node_with_the_reason(override, reason):
     finally:
         out = stop(proc)
     assert proc.returncode != 0 and reason in out, out
+
+
+def test_bad_input_is_counted_not_estimated(ros_context):
+    """NaN wrenches, zero stamps and poses with a non-unit quaternion are dropped and counted in /diagnostics;
+    without contact data no estimate is published (never a NaN one)."""
+    proc = start_node('contact_estimation.multipoint.node', '--params-file', CONFIG, '-p', 'publish_rate:=20.0')
+    listener = Listener({TOPIC: MultiPointContactEstimate, '/diagnostics': DiagnosticArray})
+    pub = Node('mp_bad_publisher')
+    try:
+        wpub = pub.create_publisher(WrenchStamped, '/payload/wrench', 100)
+        opub = pub.create_publisher(Odometry, '/payload/odom', 100)
+        wait_matched([wpub, opub])
+        for i in range(20):
+            w = WrenchStamped()
+            w.header.stamp.sec = 0 if i % 2 else 100               # odd: zero stamp
+            w.header.stamp.nanosec = 0 if i % 2 else i * 1000
+            w.wrench.force.x = float('nan') if i % 2 == 0 else 1.0
+            wpub.publish(w)
+            o = Odometry()
+            o.header.stamp.sec, o.header.stamp.nanosec = 100, i * 1000
+            o.pose.pose.orientation.w = 0.0                     # not a rotation
+            opub.publish(o)
+            time.sleep(0.01)
+
+        def counted():
+            d = _diag(listener, 'multipoint_contact_estimator: input wrench')
+            p = _diag(listener, 'multipoint_contact_estimator: input pose')
+            return (int(d.get('wrench.nonfinite', 0)) == 10 and int(d.get('wrench.zero_stamp', 0)) == 10
+                    and int(p.get('pose.nonfinite', 0)) == 20)
+        assert listener.wait_for(counted, timeout=10.0), (_diag(listener, 'multipoint_contact_estimator: input wrench'),
+                                                          _diag(listener, 'multipoint_contact_estimator: input pose'))
+        assert _diag(listener, 'multipoint_contact_estimator: input wrench')['level'] == b'\x01'
+    finally:
+        pub.destroy_node()
+        stop(proc)
+        listener.close()
+    assert listener.get(TOPIC) == []
