@@ -198,3 +198,19 @@ def test_live_tracking_estimators_follow_a_staircase_without_false_alarms(tmp_pa
         msgs = [m for _, m in result.outputs[f'/contact_estimator/{name}/estimate']]
         assert not any(m['status'].startswith(('not settled', 'oscillating')) for m in msgs), name
         assert msgs[-1]['valid'], msgs[-1]['status']
+
+
+def test_calibrate_command_prints_coverage_and_flagged_share(capsys):
+    import re
+
+    from contact_dynamics_common.cli import main
+    assert main(['calibrate', '--runs', '3', '--algorithms', 'gls', 'kalman', 'etfe',
+                 '--conditions', 'consistent', 'stiff_mass']) == 0
+    out = capsys.readouterr().out
+    rows = {tuple(line.split()[:2]): line.split()[2:] for line in out.splitlines()
+            if re.match(r'^(consistent|stiff_mass) +(gls|kalman|etfe) ', line)}
+    assert len(rows) == 6, out
+    for name in ('gls', 'kalman', 'etfe'):
+        flagged, k_cov, _, b_cov, _ = rows[('consistent', name)][:5]
+        assert flagged == '0%' and k_cov == '100%' and b_cov == '100%', (name, rows[('consistent', name)])
+        assert rows[('stiff_mass', name)][0] == '100%', rows[('stiff_mass', name)]
