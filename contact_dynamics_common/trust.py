@@ -4,6 +4,10 @@ ROS-free numpy/scipy. Every check returns a :class:`Check` (``ok``, ``reason``, 
 details); :func:`first_failure` folds several into the verdict an estimate publishes. Parameter names
 are passed in, so the same functions serve the contact estimators, the PKM UKF and the rover packages.
 
+Also: :func:`instrumental_variables` (a consistent fit when the regressors are noisy), :func:`stability`
+(split-window agreement for batch estimators), :func:`ljung_box`, :func:`durbin_watson`,
+:func:`long_run_variance_ratio`, :func:`correlation_lags`.
+
 Reasons are stable prefixes a user (and a test) can match:
 
 * ``not converged: <name> still at its initial guess`` - the data have not moved it (no information).
@@ -427,8 +431,8 @@ def hac_covariance(X, residuals, *, lags: int | str | None = None, weights=None)
         g_t = w_t x_t e_t
 
     ``X`` (n, p) regressors, ``residuals`` e (n,), optional per-sample ``weights`` w (weighted LS).
-    ``lags`` L defaults to :func:`newey_west_lags` (``'auto'``: :func:`correlation_lags`); pass a larger one when the residuals are correlated
-    over longer spans (e.g. a periodic model error). Returned symmetric; units those of theta^2.
+    ``lags`` L defaults to :func:`newey_west_lags`; ``'auto'`` uses :func:`correlation_lags` (residuals
+    correlated over longer spans, e.g. a periodic model error). Returned symmetric; units those of theta^2.
     """
     X = np.asarray(X, dtype=np.float64)
     e = np.asarray(residuals, dtype=np.float64)

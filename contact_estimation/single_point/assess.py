@@ -7,17 +7,20 @@ Applied on top of each estimator's own verdict (samples, excitation, conditionin
    is kept; each identifiable parameter must have left its prior in a way the data support (sigma well
    below the prior sigma sqrt(P0) / scale; or, for the adaptive law, agreement with the least squares of
    the same data) and settled (no drift or oscillation in the recent estimates beyond their sigma).
-2. model adequacy (every estimator, on the window's samples): the residual r = F - phi^T theta of the
-   reported model must be white (Ljung-Box with an effect size), a mass term the model leaves out must
-   not be significant (HAC Wald test on [phi, xddot], xddot = d xdot / dt when not measured) and a Kalman
-   filter's mean NIS must lie in its chi^2 band. A failure gives ``valid: false`` with
+2. model adequacy (every estimator, on the window's samples): a mass term the model leaves out must not
+   be significant and material (HAC Wald test on [phi, z], z a central difference of xdot over +-L
+   samples that shares no noise sample with the residual), the residual r = F - phi^T theta of the
+   reported model must be white unless the correlated misfit is immaterial (Ljung-Box with an effect
+   size), and a Kalman filter's mean NIS must lie in its chi^2 band (alone, a NIS above it only inflates
+   the covariance: the force-noise setting is too low). A failure gives ``valid: false`` with
    ``model mismatch suspected: ...``.
 
 Whatever the verdict, the covariance is made honest and never smaller than the estimator's own: each
 sigma_j is raised to at least the Newey-West (HAC) sigma of the least squares of the window (residuals
-correlated), to sqrt(var_LS + d_j^2) with d_j the gap between the estimate and that least squares (a
-method bias such as spectral leakage), to sqrt(C_aug,jj + (theta_j - beta_j)^2) when a mass term is significant (beta: the fit
-with the mass term, C_aug its HAC covariance), and a Kalman covariance is multiplied by max(1, mean NIS).
+correlated), to sqrt(var_ref + d_j^2) with d_j the gap between the estimate and an instrumental-variables
+fit of the same samples (errors-in-variables attenuation, a method bias such as spectral leakage), to
+sqrt(C_aug,jj + (theta_j - beta_j)^2) when a mass term is significant (beta: the fit with the mass term,
+C_aug its HAC covariance), and a Kalman covariance is multiplied by max(1, mean NIS).
 The checks' figures go into ``extras['trust']``.
 """
 from __future__ import annotations
@@ -85,7 +88,7 @@ def convergence_check(estimator, history: list[ContactEstimate], **kwargs) -> tr
         sig = np.array([e.extras.get('reference_std', np.sqrt(np.diagonal(e.covariance))) for e in history])
         return trust.convergence(last.names, values, sig, initial=theta0, reference=ref,
                                  reference_sigma=last.extras.get('reference_std'),
-                                 check=last.identifiable or None, **dict(dict(rel_floor=ADAPTIVE_RESOLUTION), **kwargs))
+                                 check=last.identifiable or None, **{'rel_floor': ADAPTIVE_RESOLUTION, **kwargs})
     sig = np.sqrt(np.diagonal(np.array([e.covariance for e in history]), axis1=1, axis2=2))
     return trust.convergence(last.names, values, sig, initial=theta0, prior_sigma=sigma0,
                              check=last.identifiable or None, **kwargs)
