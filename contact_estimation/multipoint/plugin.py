@@ -1,6 +1,6 @@
 """What contact_estimation.multipoint offers to the shared tools (contact_dynamics_common.registry); listed in
 resource/contact_dynamics_plugins."""
-from contact_dynamics_common.registry import Command, OfflineNodeSpec, Plugin, Simulator
+from contact_dynamics_common.registry import Command, Demo, OfflineNodeSpec, Plugin, Simulator
 
 _MP = 'contact_estimation.multipoint'
 
@@ -40,6 +40,11 @@ PLUGIN = Plugin(
     offline_nodes=(
         OfflineNodeSpec('multipoint_contact_estimator', params=f'{_MP}.config:PARAMS',
                         factory=f'{_MP}.offline:OfflineMultiPointEstimator',
-                        config_file='multipoint_contact_estimator.yaml', config_header=MULTIPOINT_HEADER),
+                        config_file='multipoint_contact_estimator.yaml', config_header=MULTIPOINT_HEADER,
+                        summary=f'{_MP}.demo:summary_line'),
+    ),
+    demos=(
+        Demo('multipoint', f'{_MP}.demo:main',
+             'ACU-like gravity drop (recovered to 1e-4) and a stiff insertion with sensing errors (refused)'),
     ),
 )
