@@ -234,3 +234,28 @@ def test_profile_save_and_load_roundtrip_for_playback(tmp_path):
     (tmp_path / 'bad.yaml').write_text('a: 1\n')
     with pytest.raises(ValueError, match='not an impedance profile'):
         load_profile(tmp_path / 'bad.yaml')
+
+
+def test_tikhonov_lambda_by_gcv_smooths_a_constant_profile_but_not_a_kink():
+    from contact_estimation.impedance.segmented import FitOptions
+    rng = np.random.default_rng(5)
+    n = 16000
+    xs = rng.uniform(0, 0.024, n)
+    vs = rng.choice([-1, 1], n) * rng.uniform(0.01, 0.2, n)
+    acc = rng.normal(0, 3, n)
+    noise = rng.normal(0, 2.0, n)
+    flat = fit_segmented(xs, vs, acc, 0.58 * acc + 11.5 * vs + 800 * xs + noise, EDGES,
+                         FitOptions(tikhonov_select='gcv'))
+    k = np.where(xs < 0.012, 400.0, 2000.0)
+    kink = fit_segmented(xs, vs, acc, 0.58 * acc + 11.5 * vs + k * xs - (k - 400) * 0.012 + noise, EDGES,
+                         FitOptions(tikhonov_select='gcv'))
+    assert flat.options['tikhonov'] > 100 * max(kink.options['tikhonov'], 1e-6)
+    plain = fit_segmented(xs, vs, acc, 0.58 * acc + 11.5 * vs + 800 * xs + noise, EDGES)
+    assert np.ptp(flat.value('damping')) < 0.5 * np.ptp(plain.value('damping'))
+    # across the 400 -> 2000 N/m step GCV hardly smooths: k within half a standard error of the plain fit
+    F_kink = 0.58 * acc + 11.5 * vs + k * xs - (k - 400) * 0.012 + noise
+    plain_kink = fit_segmented(xs, vs, acc, F_kink, EDGES)
+    assert np.all(np.abs(kink.value('stiffness') - plain_kink.value('stiffness'))
+                  <= 0.5 * plain_kink.std('stiffness'))
+    with pytest.raises(ValueError, match='tikhonov_select'):
+        fit_segmented(xs, vs, acc, noise, EDGES, FitOptions(tikhonov_select='lcurve'))

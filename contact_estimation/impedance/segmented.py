@@ -10,7 +10,8 @@ problem with optional extensions (off by default, the paper's method) is small:
   - ``continuity``: spring force continuous at every inner edge, k_j e + c_j = k_{j+1} e + c_{j+1} per
     direction (null-space parametrisation of the equality constraints);
   - ``shared_mass``: one m for every segment and direction (rigid moving mass);
-  - ``tikhonov``: + lambda * nbar * sum_j |W (Theta_{j+1} - Theta_j)|^2 per direction in scaled units;
+  - ``tikhonov``: + lambda * nbar * sum_j |W (Theta_{j+1} - Theta_j)|^2 per direction in scaled units
+    (``tikhonov_select='gcv'``: lambda minimises GCV = n RSS / (n - tr H)^2 over 1e-6..1e2);
   - ``nonnegative``: m >= 0 and b >= 0 (bounded least squares; the covariance is the unconstrained one).
 Reported per (segment, direction): n, the column-normalised condition number kappa, the residual RMS, R^2,
 the covariance sigma^2 (X^T X)^-1 (sandwich form with smoothing), the unique variance of every regressor
@@ -19,7 +20,7 @@ reported (not NaN) only when the acceleration column carries information of its 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy.linalg import null_space
@@ -43,6 +44,7 @@ class FitOptions:
     shared_mass: bool = False
     tikhonov: float = 0.0
     tikhonov_weights: tuple = (1.0, 1.0, 1.0, 1.0)
+    tikhonov_select: str = 'fixed'  # 'gcv': lambda by generalised cross-validation (reported in options)
     uv_factor: float = 10.0        # a column is flagged when its unique variance < uv_factor * noise variance
     min_unique_fraction: float = 1e-2   # ... or when its unique part is below this share of its variance
     record_min_unique_fraction: float = 0.1   # over the whole record (per direction): below this share of a
@@ -232,7 +234,7 @@ def fit_segmented(x, v, a, F, edges, options: FitOptions | None = None,
     regressor noise (from :func:`contact_estimation.impedance.conditioning.condition`); the post-fit check
     flags a column whose unique variance is below ``uv_factor`` times it. ``correlation``: samples per
     independent residual (low-passed records: about f_s / (2 f_c)); the covariance is scaled by it."""
-    o = options or FitOptions()
+    o = replace(options) if options is not None else FitOptions()
     x, v, a, F = (np.asarray(y, dtype=float).ravel() for y in (x, v, a, F))
     if not (len(x) == len(v) == len(a) == len(F)):
         raise ValueError(f'x, v, a, F must have equal lengths, got {len(x)}, {len(v)}, {len(a)}, {len(F)}')
@@ -332,7 +334,10 @@ def _solve(blocks: list[_Block], edges: np.ndarray, scale: np.ndarray,
            o: FitOptions) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Scaled parameters (B, 4), their covariances (B, 4, 4) and residual sums of squares per block."""
     nb = len(blocks)
-    if not (o.continuity or o.shared_mass or o.tikhonov > 0):
+    gcv = o.tikhonov_select == 'gcv'
+    if o.tikhonov_select not in ('fixed', 'gcv'):
+        raise ValueError(f"tikhonov_select must be 'fixed' or 'gcv', got {o.tikhonov_select!r}")
+    if not (o.continuity or o.shared_mass or o.tikhonov > 0 or gcv):
         th, cv, rss = np.zeros((nb, 4)), np.zeros((nb, 4, 4)), np.zeros(nb)
         for i, bl in enumerate(blocks):
             if o.nonnegative:
@@ -369,31 +374,47 @@ def _solve(blocks: list[_Block], edges: np.ndarray, scale: np.ndarray,
             C[r, 4 * i0 + 2], C[r, 4 * i0 + 3] = e / scale[2], 1.0 / scale[3]
             C[r, 4 * i1 + 2], C[r, 4 * i1 + 3] = -e / scale[2], -1.0 / scale[3]
         T = T @ null_space(C @ T)
-    rows = [A @ T]
-    targets = [rhs]
-    if o.tikhonov > 0 and pairs:
-        nbar = np.mean([bl.n for bl in blocks])
-        w = np.sqrt(o.tikhonov * nbar) * np.asarray(o.tikhonov_weights, dtype=float)
-        D = np.zeros((4 * len(pairs), p))
-        for r, (i0, i1, _) in enumerate(pairs):
-            D[4 * r:4 * r + 4, 4 * i0:4 * i0 + 4] = np.diag(w)
-            D[4 * r:4 * r + 4, 4 * i1:4 * i1 + 4] = -np.diag(w)
-        rows.append(D @ T)
-        targets.append(np.zeros(4 * len(pairs)))
-    M = np.vstack(rows)
+    nbar = np.mean([bl.n for bl in blocks])
+    const = sum(bl.yy - bl.q @ bl.q for bl in blocks)
+    n_tot = sum(bl.n for bl in blocks)
+
+    def system(lam: float) -> tuple[np.ndarray, np.ndarray]:
+        rows, targets = [A @ T], [rhs]
+        if lam > 0 and pairs:
+            w = np.sqrt(lam * nbar) * np.asarray(o.tikhonov_weights, dtype=float)
+            D = np.zeros((4 * len(pairs), p))
+            for r, (i0, i1, _) in enumerate(pairs):
+                D[4 * r:4 * r + 4, 4 * i0:4 * i0 + 4] = np.diag(w)
+                D[4 * r:4 * r + 4, 4 * i1:4 * i1 + 4] = -np.diag(w)
+            rows.append(D @ T)
+            targets.append(np.zeros(4 * len(pairs)))
+        return np.vstack(rows), np.concatenate(targets)
+
+    if gcv and pairs:
+        AT0 = A @ T
+        best = (np.inf, 0.0)
+        for lam in np.logspace(-6, 2, 17):
+            Ml, bl_ = system(lam)
+            zl = np.linalg.lstsq(Ml, bl_, rcond=None)[0]
+            rss_l = const + float(np.sum((AT0 @ zl - rhs) ** 2))
+            df = float(np.trace(np.linalg.pinv(Ml.T @ Ml) @ (AT0.T @ AT0)))
+            score = n_tot * rss_l / max(n_tot - df, 1.0) ** 2
+            if score < best[0]:
+                best = (score, float(lam))
+        o.tikhonov = best[1]
+    M, target = system(o.tikhonov)
     if o.nonnegative:
         # without continuity every column of T maps to one parameter kind (row index mod 4)
         kinds = np.array([int(np.flatnonzero(T[:, c])[0]) % 4 for c in range(T.shape[1])])
         lb = np.where(kinds < 2, 0.0, -np.inf)
-        z = lsq_linear(M, np.concatenate(targets), bounds=(lb, np.inf)).x
+        z = lsq_linear(M, target, bounds=(lb, np.inf)).x
     else:
-        z = np.linalg.lstsq(M, np.concatenate(targets), rcond=None)[0]
+        z = np.linalg.lstsq(M, target, rcond=None)[0]
     theta = T @ z
     rss = np.zeros(nb)
     for i, bl in enumerate(blocks):
         t = theta[4 * i:4 * i + 4]
         rss[i] = bl.yy - bl.q @ bl.q + float(np.sum((bl.q - bl.R @ t) ** 2))
-    n_tot = sum(bl.n for bl in blocks)
     sigma2 = max(rss.sum(), 0.0) / max(n_tot - T.shape[1], 1)
     AT = A @ T
     H = np.linalg.pinv(M.T @ M)
