@@ -26,6 +26,8 @@ PARAMS: list[ParamSpec] = [
               check=lambda v: None if v.strip() else 'must name a geometry file'),
     ParamSpec('max_pose_gap', 0.05, 'Wrench samples are paired with the pose interpolated between two pose samples '
               'at most this far apart; others are dropped (counted).', low=0.0, low_open=True, unit='s'),
+    ParamSpec('sensor_timeout', 0.5, 'An input silent for longer is reported stale in /diagnostics.',
+              low=0.0, low_open=True, unit='s'),
     ParamSpec('time_jump_threshold', 1.0, 'A stamp this much earlier than the last one (a looped bag) resets the '
               'estimator; smaller steps back are dropped as out-of-order.', low=0.0, low_open=True, unit='s'),
     ParamSpec('input_queue_size', 1000, 'Depth of the sensor-data QoS input queues.', low=1, high=100000),

@@ -90,7 +90,7 @@ class MultiPointEstimatorNode(EstimatorNode):
             bad = sum(v for k, v in values.items() if k.startswith(name + '.') and not k.endswith('.accepted'))
             if meter.count == 0:
                 level, msg = WARN, 'no messages received'
-            elif age > 2.0:
+            elif age > self.params['sensor_timeout']:
                 level, msg = WARN, f'stale: no message for {age:.2f} s'
             elif bad:
                 level, msg = WARN, f'{bad} samples rejected (see counts)'
