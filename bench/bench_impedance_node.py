@@ -92,8 +92,8 @@ def main() -> int:
     accepted = float(j.get('joint.accepted', 0))
     print(f"received {j.get('received')} / {n} joint states"
           + (f", {w.get('received')} / {n} wrenches" if w else '')
-          + f"; accepted {j.get('joint.accepted')} joint states = {accepted / (wall1 - wall0):.0f} "
-          f"per s of wall time; input rate {float(j.get('rate_hz', 0)):.0f} Hz")
+          + f"; accepted {j.get('joint.accepted')} = {accepted / args.duration:.0f} per s of stream "
+          f"(node's windowed input rate at the end {float(j.get('rate_hz', 0)):.0f} Hz)")
     print(f"update cost: p50 {float(p.get('update_ms_p50', 0)):.3f} ms, "
           f"p99 {float(p.get('update_ms_p99', 0)):.3f} ms "
           f"per timer update ({p.get('updates')} updates); per sample p50 "
