@@ -24,6 +24,12 @@ def test_w4a_slides_over_the_rim_into_the_bore(tmp_path):
     assert abs(rec.x[deepest, 0]) <= (sc.hole.radius - sc.peg_radius) + 1e-4
     feats = set(f for fs in rec.features for f in fs)
     assert 'RIM_CAP0' in feats and 'BODY' in feats
+    # the second contact, on the opposite side after the lateral shift (29-32 s): touch at 36.0 s
+    second = simulate(sc, 33.0, 40.5)
+    (onset2, lift2), = contact_windows(second)
+    assert abs(onset2 - 36.0) <= 0.2 and abs(lift2 - 39.0) <= 1.0
+    deepest = int(np.argmin(second.x[:, 2]))
+    assert second.x[deepest, 2] < z_open and abs(second.x[deepest, 0]) <= (sc.hole.radius - sc.peg_radius) + 1e-4
     bag = write_bag(sc, rec, tmp_path / 'w4a')
     r = BagReader(bag)
     assert r.message_counts['/peg/wrench'] == len(rec.t)
