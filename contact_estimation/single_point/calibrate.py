@@ -28,7 +28,7 @@ import numpy as np
 
 #: estimators of the report (the issue's eight, and IA)
 NAMES = ('rls', 'ils', 'ia', 'kalman', 'gls', 'etfe', 'oem', 'eem', 'gmle')
-#: the two simulated conditions: name -> KelvinVoigt1Dof overrides
+#: the simulated conditions: name -> KelvinVoigt1Dof overrides
 CONDITIONS = {
     'consistent': {},
     'mass': {'mass': 2.0},
