@@ -232,6 +232,14 @@ def test_playback_force_model(s2):
     fp = p.force(np.array([0.005]), np.array([0.002]), np.array([0.0]))
     fn = p.force(np.array([0.005]), np.array([-0.002]), np.array([0.0]))
     assert fn[0] < f0[0] < fp[0]
+    # blending between segment centres removes the steps at the edges and agrees at the centres
+    inner = s2.edges[1:-1]
+    vv, aa = np.full(len(inner), 0.05), np.zeros(len(inner))
+    step = np.abs(p.force(inner + 1e-7, vv, aa) - p.force(inner - 1e-7, vv, aa))
+    smooth = np.abs(p.force(inner + 1e-7, vv, aa, blend=True) - p.force(inner - 1e-7, vv, aa, blend=True))
+    assert step.max() > 0.05 and smooth.max() < 1e-3, (step, smooth)
+    mid, vm, am = p.centres, np.full(8, 0.05), np.zeros(8)
+    np.testing.assert_allclose(p.force(mid, vm, am, blend=True), p.force(mid, vm, am))
 
 
 def test_quantised_encoder_differentiation_is_filtered(s2):

@@ -230,7 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--continuity', action='store_true', help='spring force continuous at the edges')
     ap.add_argument('--shared-mass', action='store_true', help='one mass for all segments')
     ap.add_argument('--tikhonov', type=float, default=0.0, help='smoothing weight lambda across segments')
-    ap.add_argument('--gcv', action='store_true', help='choose the Tikhonov lambda by generalised cross-validation')
+    ap.add_argument('--gcv', action='store_true',
+                    help='choose the Tikhonov lambda by generalised cross-validation')
     ap.add_argument('--nonnegative', action='store_true', help='bound m >= 0 and b >= 0')
     ap.add_argument('--skip', type=float, default=2.0, help='start-up seconds to drop')
     a = ap.parse_args(argv)

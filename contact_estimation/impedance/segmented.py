@@ -105,12 +105,20 @@ class ImpedanceProfile:
     def segment_of(self, x) -> np.ndarray:
         return segment_index(np.asarray(x, dtype=float), self.edges)
 
-    def force(self, x, v, a, v_deadband: float = 0.0) -> np.ndarray:
-        """Playback F(x, v, a) for haptics/simulation; |v| <= v_deadband uses the mean of both directions."""
+    def force(self, x, v, a, v_deadband: float = 0.0, blend: bool = False) -> np.ndarray:
+        """Playback F(x, v, a) for haptics/simulation; |v| <= v_deadband uses the mean of both directions.
+
+        ``blend``: parameters interpolated linearly between segment centres (hat functions, constant beyond
+        the outer centres), so the played-back force has no steps at the edges.
+        """
         x, v, a = (np.asarray(y, dtype=float) for y in (x, v, a))
-        j = np.clip(segment_index(x, self.edges, clip=True), 0, self.segments - 1)
-        th = self.theta
-        f = [th[d, j, 0] * a + th[d, j, 1] * v + th[d, j, 2] * x + th[d, j, 3] for d in (0, 1)]
+        if blend:
+            c = self.centres
+            th = [[np.interp(x, c, self.theta[d, :, i]) for i in range(4)] for d in (0, 1)]
+        else:
+            j = np.clip(segment_index(x, self.edges, clip=True), 0, self.segments - 1)
+            th = [[self.theta[d, j, i] for i in range(4)] for d in (0, 1)]
+        f = [th[d][0] * a + th[d][1] * v + th[d][2] * x + th[d][3] for d in (0, 1)]
         return np.where(v > v_deadband, f[0], np.where(v < -v_deadband, f[1], 0.5 * (f[0] + f[1])))
 
     def rows(self) -> list[dict]:
