@@ -115,6 +115,11 @@ COLUMN_SPECS: dict[str, ColumnSpec] = {
          FloatColumn('angular', _xyz('twist.twist.angular'), 3),
          FloatColumn('twist_covariance', ('twist.covariance',), 36))),
     'rosgraph_msgs/msg/Clock': ColumnSpec('clock'),
+    'sensor_msgs/msg/Imu': ColumnSpec(
+        'header.stamp', (('frame_id', 'header.frame_id'),),
+        (FloatColumn('orientation', _xyzw('orientation'), 4),
+         FloatColumn('angular_velocity', _xyz('angular_velocity'), 3),
+         FloatColumn('linear_acceleration', _xyz('linear_acceleration'), 3))),
     # rover_contact's obstacle hypothesis (low rate); string[] contact_wheels is not a column: offline nodes
     # use their configured default wheels
     'contact_dynamics/msg/ObstacleHypothesis': ColumnSpec(

@@ -191,11 +191,11 @@ def test_wrench_source_memory_stays_bounded_when_one_stream_stops():
     for i in range(0, 2500, 500):                                     # force, no position yet
         pl.push_wrench_columns(st[i:i + 500], np.ones((500, 3)))
         pl.step()
-    assert pl.status()['unpaired'] >= 1500 and len(pl._w_t) <= 1000
+    assert pl.status()['unpaired'] >= 1500 and len(pl._r_t) <= 1000
     for i in range(2500, 5000, 500):                                  # position only
         pl.push_joint_columns(st[i:i + 500], ['slider'], np.zeros((500, 1)))
         pl.step()
-    assert len(pl._pos_t) <= 1000 and pl.profile().n.sum() == 0
+    assert len(pl.pos.t) <= 1000 and pl.profile().n.sum() == 0
 
 
 def test_nonnegative_bounds_hold_and_leave_a_good_fit_unchanged():

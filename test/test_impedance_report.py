@@ -87,3 +87,18 @@ def test_run_bag_profile_from_wrench_and_joint_states(tmp_path):
     st = summary['node_status']['impedance_profiler']
     assert st['unpaired'] == 0 if 'unpaired' in st else True
     assert st['wrench.accepted'] == st['joint.accepted'] == 48000
+
+
+def test_run_bag_with_the_accelerometer_on_imu(tmp_path):
+    bag = tmp_path / 'bag'
+    assert cli(['simulate', 'impedance-plant', '--duration', '12', '--seed', '6', '--imu',
+                '--out', str(bag)]) == 0
+    params = tmp_path / 'p.yaml'
+    params.write_text(yaml.safe_dump({'impedance_profiler': {'ros__parameters': {
+        'joint_name': 'slider', 'acceleration_source': 'imu'}}}))
+    result, _, _ = run_bag(str(bag), str(params), progress=False)
+    last = result.outputs['/impedance_profiler/profile'][-1][1]
+    k = np.array(last['stiffness_pos'])
+    assert np.all(np.abs(k[[0, 1, 4, 5, 7]] / np.array([400, 400, 2000, 2000, 3000]) - 1) < 0.1), k
+    st = result.status['impedance_profiler']
+    assert st['imu.accepted'] == st['wrench.accepted'] == 48000 and st.get('unpaired', 0) == 0

@@ -170,6 +170,29 @@ def _stream(pipeline, rec, n, chunk, source='effort'):
     return pipeline.profile()
 
 
+def test_s5_online_with_the_measured_acceleration(s2):
+    """The spec's S5 exactly: the same causal 2nd-order 50 Hz Butterworth on x, a (accelerometer) and F."""
+    params = validate_all(PARAMS, {'joint_name': 'slider', 'force_source': 'effort',
+                                   'acceleration_source': 'imu', 'imu_axis': [0.0, 1.0, 0.0]})
+    n = int(32 * s2.rate)
+    stamps = EPOCH_NS + np.round(s2.t[:n] * 1e9).astype(np.int64)
+    profiles = []
+    for chunk in (500, 1999):
+        pl = ImpedancePipeline(params)
+        for i in range(0, n, chunk):
+            sl = slice(i, min(i + chunk, n))
+            imu = np.zeros((sl.stop - sl.start, 3))
+            imu[:, 1] = s2.a_meas[sl]
+            pl.push_imu_columns(stamps[sl] + 50_000, imu)          # its own clock phase: interpolated
+            pl.push_joint_columns(stamps[sl], ['slider'], s2.x_meas[sl, None], s2.F_meas[sl, None])
+            pl.step()
+        profiles.append(pl.profile())
+    p = profiles[0]
+    assert p.valid[:, KINK_FREE].all(), p.reason
+    _assert_within(p, s2.oracle, scale=2.0)
+    np.testing.assert_allclose(profiles[1].theta, p.theta, rtol=1e-9, atol=1e-12)
+
+
 def test_s5_online_profile_after_30_s(s2):
     params = validate_all(PARAMS, {'joint_name': 'slider', 'force_source': 'effort',
                                    'forgetting_factor': 1 - 1 / (4000 * 10), 'cutoff_frequency': 50.0,

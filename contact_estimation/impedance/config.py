@@ -38,6 +38,13 @@ PARAMS: list[ParamSpec] = [
               length=3, unit='N'),
     ParamSpec('effort_sign', 1.0, '+1 if a positive effort pushes the mechanism towards +x, -1 otherwise.',
               check=lambda v: None if v in (1.0, -1.0) else 'must be +1 or -1'),
+    ParamSpec('acceleration_source', 'differentiate', "'differentiate': a from the filtered joint position; "
+              "'imu': a = linear_acceleration . imu_axis of a sensor_msgs/Imu on the moving part (an "
+              'impedance-head accelerometer), interpolated at the force stamps and filtered like x and F.',
+              choices=('differentiate', 'imu')),
+    ParamSpec('imu_topic', 'imu', 'sensor_msgs/Imu input (acceleration_source=imu).'),
+    ParamSpec('imu_axis', [1.0, 0.0, 0.0], 'Unit vector in the IMU frame along +x of the joint.', length=3,
+              check=_unit_vector),
     ParamSpec('sensor_timeout', 0.05, 'Position gaps longer than this are not bridged when pairing; an input '
               'silent for longer is reported stale.', low=0.0, low_open=True, unit='s'),
     ParamSpec('time_jump_threshold', 1.0, 'A stamp this much earlier than the last one (looped bag, '

@@ -1,7 +1,8 @@
 """impedance_profiler: the online position-varying impedance profiler node (ROS 2 glue only).
 
-Subscribes  joint_states (sensor_msgs/JointState: position, and effort with force_source=effort) and, with
-            force_source=wrench, wrench (geometry_msgs/WrenchStamped); sensor-data QoS.
+Subscribes  joint_states (sensor_msgs/JointState: position, and effort with force_source=effort), with
+            force_source=wrench wrench (geometry_msgs/WrenchStamped), with acceleration_source=imu imu
+            (sensor_msgs/Imu); sensor-data QoS.
 Publishes   ~/profile (contact_dynamics/ImpedanceProfile) at publish_rate, /diagnostics.
 Services    ~/reset (std_srvs/Trigger), ~/save (std_srvs/Trigger: the current profile to save_path as YAML)
             and the lifecycle services (autostart by default).
@@ -12,7 +13,7 @@ from __future__ import annotations
 import time
 
 from geometry_msgs.msg import WrenchStamped
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import Imu, JointState
 from std_srvs.srv import Trigger
 
 from contact_dynamics.msg import ImpedanceProfile as ImpedanceProfileMsg
@@ -30,7 +31,7 @@ class ImpedanceProfilerNode(EstimatorNode):
     def __init__(self, **kwargs):
         super().__init__(NODE_NAME, PARAMS, **kwargs)
         self.pipeline: ImpedancePipeline | None = None
-        self.rates = {'joint_states': RateMeter(), 'wrench': RateMeter()}
+        self.rates = {'joint_states': RateMeter(), 'wrench': RateMeter(), 'imu': RateMeter()}
         self.pub = None
         self.latest = None
         self._reported_error = ''
@@ -44,6 +45,8 @@ class ImpedanceProfilerNode(EstimatorNode):
             self.create_subscription(JointState, p['joint_states_topic'], self._on_joint_state, qos)
             if p['force_source'] == 'wrench':
                 self.create_subscription(WrenchStamped, p['wrench_topic'], self._on_wrench, qos)
+            if p['acceleration_source'] == 'imu':
+                self.create_subscription(Imu, p['imu_topic'], self._on_imu, qos)
             self.pub = self.create_lifecycle_publisher(ImpedanceProfileMsg, '~/profile', output_qos())
             self.create_service(Trigger, '~/save', self._on_save)
         self.get_logger().info(
@@ -65,6 +68,13 @@ class ImpedanceProfilerNode(EstimatorNode):
         self.pipeline.push_wrench(stamp_to_ns(msg.header.stamp), f.x, f.y, f.z)
         if not self.pipeline.wrench_frame:
             self.pipeline.wrench_frame = msg.header.frame_id
+
+    def _on_imu(self, msg: Imu) -> None:
+        if not self.active:
+            return
+        self.rates['imu'].tick()
+        acc = msg.linear_acceleration
+        self.pipeline.push_imu(stamp_to_ns(msg.header.stamp), acc.x, acc.y, acc.z)
 
     def update(self) -> None:
         t0 = time.perf_counter()
@@ -113,10 +123,11 @@ class ImpedanceProfilerNode(EstimatorNode):
             return [status(f'{name}: pipeline', WARN, 'not configured (lifecycle state unconfigured)', {})]
         counts = self.pipeline.status()
         out = []
-        inputs = ['joint_states'] + (['wrench'] if self.params['force_source'] == 'wrench' else [])
+        inputs = ['joint_states'] + (['wrench'] if self.params['force_source'] == 'wrench' else []) \
+            + (['imu'] if self.params['acceleration_source'] == 'imu' else [])
         for inp in inputs:
             meter = self.rates[inp]
-            key = 'joint' if inp == 'joint_states' else 'wrench'
+            key = 'joint' if inp == 'joint_states' else inp
             gate = {k: v for k, v in counts.items() if k.startswith(key + '.')}
             values = {'rate_hz': meter.rate(), 'received': meter.count, 'age_s': meter.age(), **gate}
             if inp == 'joint_states':

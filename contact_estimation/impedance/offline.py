@@ -9,6 +9,7 @@ from .pipeline import ImpedancePipeline
 
 WRENCH = 'geometry_msgs/msg/WrenchStamped'
 JOINT_STATE = 'sensor_msgs/msg/JointState'
+IMU = 'sensor_msgs/msg/Imu'
 
 
 def publication(pipeline: ImpedancePipeline, params: dict) -> dict | None:
@@ -38,16 +39,22 @@ class OfflineImpedanceProfiler:
         self.joint_topic = resolve_topic(params['joint_states_topic'], NODE_NAME)
         self.wrench_topic = resolve_topic(params['wrench_topic'], NODE_NAME) \
             if params['force_source'] == 'wrench' else None
+        self.imu_topic = resolve_topic(params['imu_topic'], NODE_NAME) \
+            if params['acceleration_source'] == 'imu' else None
         self.out_topic = resolve_topic(TOPIC, NODE_NAME)
 
     def inputs(self) -> dict[str, str]:
         out = {self.joint_topic: JOINT_STATE}
         if self.wrench_topic:
             out[self.wrench_topic] = WRENCH
+        if self.imu_topic:
+            out[self.imu_topic] = IMU
         return out
 
     def push(self, topic: str, cols: dict, sl: slice) -> None:
-        if topic == self.wrench_topic:
+        if topic == self.imu_topic:
+            self.pipeline.push_imu_columns(cols['stamp_ns'][sl], cols['linear_acceleration'][sl])
+        elif topic == self.wrench_topic:
             self.pipeline.push_wrench_columns(cols['stamp_ns'][sl], cols['force'][sl])
             self.pipeline.wrench_frame = self.pipeline.wrench_frame or cols.get('frame_id', '')
         else:

@@ -8,13 +8,15 @@ depends only on the samples and their stamps, not on how they were batched betwe
    the profile;
 2. x = q[joint_name] (m or rad); F = (f - force_bias) . force_direction (WrenchStamped) or
    effort_sign * effort[joint_name] (JointState effort);
-3. pairing (wrench source): x interpolated linearly at every wrench stamp between the two position samples
+3. pairing: x (wrench source) and a measured acceleration (acceleration_source=imu: sensor_msgs/Imu
+   linear_acceleration . imu_axis) interpolated linearly at every force stamp between the two samples
    around it; gaps longer than sensor_timeout are not bridged (counted as unpaired);
 4. the sample period is measured on the first samples (or given), then the same causal Butterworth
    (contact_dynamics_common.signal.CausalLowpass) runs on x and F (online nodes cannot use zero phase, B5);
    its start-up transient (5 / f_c s after a start or reset) is dropped;
-5. v and a are central differences of the filtered x at the previous sample, so x, v, a and F all come out
-   with the same one-sample delay (matched group delay on every channel);
+5. v (and a, unless measured: then the measured a, filtered alike) are central differences of the
+   filtered x at the previous sample, so x, v, a and F all come out with the same one-sample delay (matched
+   group delay on every channel);
 6. every sample with |v| > v_min inside the edges updates the RLS of its (segment, direction) bin.
 """
 from __future__ import annotations
@@ -49,54 +51,88 @@ def edges_from_params(p: dict) -> np.ndarray:
 
 
 class StreamConditioner:
-    """Causal low-pass on (x, F) and one-sample-delayed central differences of the filtered x."""
+    """Causal low-pass on (x, F[, a]) and one-sample-delayed central differences of the filtered x (a too,
+    unless measured: then the measured a, filtered alike, one sample back as well)."""
 
-    def __init__(self, cutoff_hz: float, order: int = 2, rate_hz: float = 0.0, settle_periods: float = 5.0):
+    def __init__(self, cutoff_hz: float, order: int = 2, rate_hz: float = 0.0, settle_periods: float = 5.0,
+                 measured_acceleration: bool = False):
         self.cutoff, self.order, self.rate = float(cutoff_hz), int(order), float(rate_hz)
         self.settle_periods = float(settle_periods)
+        self.width = 4 if measured_acceleration else 3          # t, x, F[, a]
         self.reset()
 
     def reset(self) -> None:
         self.filter: CausalLowpass | None = None
-        self._hold = np.zeros((0, 3))          # (t, x, F) waiting for the sample period
-        self._hist = np.zeros((0, 3))          # last two filtered (t, x, F)
+        self._hold = np.zeros((0, self.width))     # samples waiting for the sample period
+        self._hist = np.zeros((0, self.width))     # last two filtered samples
         self.measured_rate = 0.0
         self.correlation = 1.0
-        self._to_skip = 0                      # filter start-up samples still to drop
+        self._to_skip = 0                          # filter start-up samples still to drop
 
-    def push(self, t: np.ndarray, x: np.ndarray, F: np.ndarray) -> tuple[np.ndarray, ...]:
-        """t (s, increasing), x, F -> (t, x, v, a, F) of the samples that became complete."""
-        rows = np.column_stack([t, x, F]) if len(t) else np.zeros((0, 3))
+    def push(self, t: np.ndarray, x: np.ndarray, F: np.ndarray, a: np.ndarray | None = None
+             ) -> tuple[np.ndarray, ...]:
+        """t (s, increasing), x, F (, a) -> (t, x, v, a, F) of the samples that became complete."""
+        cols = [t, x, F] + ([a] if self.width == 4 else [])
+        rows = np.column_stack(cols) if len(t) else np.zeros((0, self.width))
+        empty = tuple(np.zeros(0) for _ in range(5))
         if self.filter is None:
             self._hold = np.vstack([self._hold, rows])
             if len(self._hold) < _PERIOD_SAMPLES:
-                return tuple(np.zeros(0) for _ in range(5))
+                return empty
             rate = self.rate or 1.0 / float(np.median(np.diff(self._hold[:_PERIOD_SAMPLES, 0])))
             self.measured_rate = rate
             if not self.cutoff < 0.5 * rate:
                 raise ConfigError(f'cutoff_frequency {self.cutoff} Hz is not below the Nyquist frequency '
                                   f'{0.5 * rate:.4g} Hz of the {rate:.4g} Hz input')
-            self.filter = CausalLowpass(rate, self.cutoff, self.order, channels=2)
+            self.filter = CausalLowpass(rate, self.cutoff, self.order, channels=self.width - 1)
             self.correlation = rate / (2 * self.cutoff)
             self._to_skip = int(np.ceil(self.settle_periods * rate / self.cutoff))
-            rows, self._hold = self._hold, np.zeros((0, 3))
+            rows, self._hold = self._hold, np.zeros((0, self.width))
         if not len(rows):
-            return tuple(np.zeros(0) for _ in range(5))
+            return empty
         filt = np.column_stack([rows[:, 0], self.filter(rows[:, 1:])])
         allr = np.vstack([self._hist, filt])
         self._hist = allr[-2:]
         if len(allr) < 3:
-            return tuple(np.zeros(0) for _ in range(5))
+            return empty
         t, x, f = allr[:, 0], allr[:, 1], allr[:, 2]
         dt1 = t[1:-1] - t[:-2]
         dt2 = t[2:] - t[1:-1]
         s1 = (x[1:-1] - x[:-2]) / dt1
         s2 = (x[2:] - x[1:-1]) / dt2
         v = (x[2:] - x[:-2]) / (t[2:] - t[:-2])
-        a = 2.0 * (s2 - s1) / (t[2:] - t[:-2])
+        a = allr[1:-1, 3] if self.width == 4 else 2.0 * (s2 - s1) / (t[2:] - t[:-2])
         k = min(self._to_skip, len(v))         # the filter's start-up transient (its state starts at rest)
         self._to_skip -= k
         return t[1:-1][k:], x[1:-1][k:], v[k:], a[k:], f[1:-1][k:]
+
+
+class _Track:
+    """A stream sampled at other stamps by linear interpolation; keeps what brackets the next stamp."""
+
+    def __init__(self):
+        self.t = np.zeros(0, np.int64)
+        self.y = np.zeros(0)
+
+    def add(self, t: np.ndarray, y: np.ndarray) -> None:
+        self.t = np.concatenate([self.t, t])
+        self.y = np.concatenate([self.y, y])
+
+    def at(self, t: np.ndarray, timeout_ns: int) -> tuple[np.ndarray, np.ndarray]:
+        """Values at stamps inside [t[0], t[-1]] of this track, and whether the gap around each is bridged."""
+        pt = self.t
+        ref = int(pt[0])
+        y = np.interp((t - ref).astype(float), (pt - ref).astype(float), self.y)
+        if len(pt) == 1:
+            return y, pt[0] == t
+        i = np.searchsorted(pt, t, side='left')
+        k = np.clip(i, 1, len(pt) - 1)
+        exact = pt[np.minimum(i, len(pt) - 1)] == t
+        return y, exact | ((pt[k] - pt[k - 1]) <= timeout_ns)
+
+    def trim(self, t_used: int, cap: int) -> None:
+        keep_from = max(int(np.searchsorted(self.t, t_used, side='right')) - 1, 0, len(self.t) - cap)
+        self.t, self.y = self.t[keep_from:], self.y[keep_from:]
 
 
 class ImpedancePipeline:
@@ -119,7 +155,12 @@ class ImpedancePipeline:
         self.rls = RecursiveSegmentedLS(self.edges, p['forgetting_factor'], p['initial_covariance'],
                                         p['min_velocity'], p['min_samples'], p['min_unique_fraction'],
                                         p['max_condition'])
-        self.conditioner = StreamConditioner(p['cutoff_frequency'], p['filter_order'], p['sample_rate'])
+        self.imu = p['acceleration_source'] == 'imu'
+        self.imu_axis = np.asarray(p['imu_axis'], dtype=float)
+        self.imu_buffer = RingBuffer(cap, 3)
+        self.imu_gate = StampGate(p['time_jump_threshold'])
+        self.conditioner = StreamConditioner(p['cutoff_frequency'], p['filter_order'], p['sample_rate'],
+                                             measured_acceleration=self.imu)
         self.counts: Counter = Counter()
         self.last_error = ''
         self.wrench_frame = ''
@@ -130,10 +171,11 @@ class ImpedancePipeline:
     def _reset_state(self) -> None:
         self.rls.reset()
         self.conditioner.reset()
-        self._pos_t = np.zeros(0, np.int64)     # retained position samples for interpolation
-        self._pos_x = np.zeros(0)
-        self._w_t = np.zeros(0, np.int64)       # wrench samples waiting for the position stream
-        self._w_f = np.zeros(0)
+        self.pos = _Track()                     # joint positions (force_source=wrench)
+        self.acc = _Track()                     # IMU accelerations (acceleration_source=imu)
+        self._r_t = np.zeros(0, np.int64)       # force samples waiting for the other streams
+        self._r_f = np.zeros(0)
+        self._r_x = np.zeros(0)                 # x at those stamps when known (effort), else NaN
         self._t0_ns: int | None = None
         self.newest_ns = 0
         self._last_sign = 0.0                   # sign of v of the last moving sample
@@ -142,9 +184,11 @@ class ImpedancePipeline:
     def reset(self) -> None:
         self.joint_buffer.clear()
         self.wrench_buffer.clear()
+        self.imu_buffer.clear()
         self._reset_state()
         self.joint_gate.reset()
         self.wrench_gate.reset()
+        self.imu_gate.reset()
         self.counts['resets'] += 1
 
     # ------------------------------------------------------------------ input
@@ -187,37 +231,53 @@ class ImpedancePipeline:
     def push_wrench_columns(self, stamps_ns, force) -> None:
         self.wrench_buffer.extend(stamps_ns, force)
 
+    def push_imu(self, stamp_ns: int, ax: float, ay: float, az: float) -> None:
+        self.imu_buffer.append(stamp_ns, (ax, ay, az))
+
+    def push_imu_columns(self, stamps_ns, linear_acceleration) -> None:
+        self.imu_buffer.extend(stamps_ns, linear_acceleration)
+
     # ------------------------------------------------------------------ processing
     def step(self) -> int:
         """Process everything buffered; returns the number of samples that updated the profile."""
         js, jr = self.joint_buffer.pop_all()
         ws, wr = self.wrench_buffer.pop_all()
-        if self.force_source == 'effort':
-            used = 0
-            for seg in self.joint_gate.filter(js, np.isfinite(jr).all(axis=1)):
+        ims, imr = self.imu_buffer.pop_all()
+        effort = self.force_source == 'effort'
+        for seg in self.joint_gate.filter(js, np.isfinite(jr if effort else jr[:, :1]).all(axis=1)):
+            if seg.reset_before:
+                self._jump()
+            t, q = js[seg.index], jr[seg.index, 0]
+            if effort:
+                self._reference(t, self.effort_sign * jr[seg.index, 1], q)
+            else:
+                self.pos.add(t, q)
+        if not effort:
+            for seg in self.wrench_gate.filter(ws, np.isfinite(wr).all(axis=1)):
                 if seg.reset_before:
                     self._jump()
-                used += self._condition(js[seg.index], jr[seg.index, 0], self.effort_sign * jr[seg.index, 1])
-            return used
-        for seg in self.joint_gate.filter(js, np.isfinite(jr[:, 0])):
-            if seg.reset_before:
-                self._jump()
-            self._pos_t = np.concatenate([self._pos_t, js[seg.index]])
-            self._pos_x = np.concatenate([self._pos_x, jr[seg.index, 0]])
-        for seg in self.wrench_gate.filter(ws, np.isfinite(wr).all(axis=1)):
-            if seg.reset_before:
-                self._jump()
-            self._w_t = np.concatenate([self._w_t, ws[seg.index]])
-            self._w_f = np.concatenate([self._w_f, (wr[seg.index] - self.force_bias) @ self.force_dir])
+                f = (wr[seg.index] - self.force_bias) @ self.force_dir
+                self._reference(ws[seg.index], f, np.full(len(seg.index), np.nan))
+        if self.imu:
+            for seg in self.imu_gate.filter(ims, np.isfinite(imr).all(axis=1)):
+                if seg.reset_before:
+                    self._jump()
+                self.acc.add(ims[seg.index], imr[seg.index] @ self.imu_axis)
         used = self._pair()
-        # bounded memory when one stream stops: keep at most buffer_capacity samples of each waiting
+        # bounded memory when a stream stops: keep at most buffer_capacity samples of each waiting
         cap = self.params['buffer_capacity']
-        if len(self._w_t) > cap:
-            self.counts['unpaired'] += len(self._w_t) - cap
-            self._w_t, self._w_f = self._w_t[-cap:], self._w_f[-cap:]
-        if len(self._pos_t) > cap:
-            self._pos_t, self._pos_x = self._pos_t[-cap:], self._pos_x[-cap:]
+        if len(self._r_t) > cap:
+            self.counts['unpaired'] += len(self._r_t) - cap
+            self._r_t, self._r_f, self._r_x = self._r_t[-cap:], self._r_f[-cap:], self._r_x[-cap:]
+        for track in (self.pos, self.acc):
+            if len(track.t) > cap:
+                track.t, track.y = track.t[-cap:], track.y[-cap:]
         return used
+
+    def _reference(self, t: np.ndarray, f: np.ndarray, x: np.ndarray) -> None:
+        self._r_t = np.concatenate([self._r_t, t])
+        self._r_f = np.concatenate([self._r_f, f])
+        self._r_x = np.concatenate([self._r_x, x])
 
     def _jump(self) -> None:
         self._reset_state()
@@ -243,39 +303,44 @@ class ImpedancePipeline:
         return (t - last) >= hold
 
     def _pair(self) -> int:
-        """Interpolate x at every wrench stamp covered by the position stream, condition, update."""
-        pt, px, wt = self._pos_t, self._pos_x, self._w_t
-        if not len(wt) or not len(pt):
+        """Sample the position (wrench source) and acceleration (IMU) streams at every force stamp they
+        cover, then condition and update; force stamps beyond them wait, those before them are unpaired."""
+        tracks = ([self.pos] if self.force_source == 'wrench' else []) + ([self.acc] if self.imu else [])
+        rt = self._r_t
+        if not len(rt) or any(not len(tr.t) for tr in tracks):
             return 0
-        early = wt < pt[0]
-        n_ready = int(np.searchsorted(wt, pt[-1], side='right'))   # wt is increasing (gated)
-        self.counts['unpaired'] += int(early.sum())
-        sel = slice(int(early.sum()), n_ready)
-        t, f = wt[sel], self._w_f[sel]
-        self._w_t, self._w_f = wt[n_ready:], self._w_f[n_ready:]
+        first = max((int(tr.t[0]) for tr in tracks), default=int(rt[0]))
+        last = min((int(tr.t[-1]) for tr in tracks), default=int(rt[-1]))
+        n_early = int(np.searchsorted(rt, first, side='left'))
+        n_ready = max(int(np.searchsorted(rt, last, side='right')), n_early)
+        self.counts['unpaired'] += n_early
+        t, f, x = rt[n_early:n_ready], self._r_f[n_early:n_ready], self._r_x[n_early:n_ready]
+        self._r_t, self._r_f, self._r_x = rt[n_ready:], self._r_f[n_ready:], self._r_x[n_ready:]
         if not len(t):
             return 0
-        ref = int(pt[0])
-        k = np.clip(np.searchsorted(pt, t, side='left'), 1, max(len(pt) - 1, 1))
-        if len(pt) > 1:
-            exact = pt[np.minimum(np.searchsorted(pt, t, side='left'), len(pt) - 1)] == t
-            bridged = exact | ((pt[k] - pt[k - 1]) <= self.timeout_ns)
-        else:
-            bridged = pt[0] == t
-        self.counts['unpaired'] += int((~bridged).sum())
-        x = np.interp((t - ref).astype(float), (pt - ref).astype(float), px)
-        keep_from = max(int(np.searchsorted(pt, t[-1], side='right')) - 1, 0)
-        self._pos_t, self._pos_x = pt[keep_from:], px[keep_from:]
-        return self._condition(t[bridged], x[bridged], f[bridged])
+        ok = np.ones(len(t), bool)
+        acc = None
+        cap = self.params['buffer_capacity']
+        if self.force_source == 'wrench':
+            x, bridged = self.pos.at(t, self.timeout_ns)
+            ok &= bridged
+            self.pos.trim(int(t[-1]), cap)
+        if self.imu:
+            acc, bridged = self.acc.at(t, self.timeout_ns)
+            ok &= bridged
+            self.acc.trim(int(t[-1]), cap)
+        self.counts['unpaired'] += int((~ok).sum())
+        return self._condition(t[ok], x[ok], f[ok], acc[ok] if acc is not None else None)
 
-    def _condition(self, stamps_ns: np.ndarray, x: np.ndarray, f: np.ndarray) -> int:
+    def _condition(self, stamps_ns: np.ndarray, x: np.ndarray, f: np.ndarray,
+                   acc: np.ndarray | None = None) -> int:
         if not len(stamps_ns):
             return 0
         if self._t0_ns is None:
             self._t0_ns = int(stamps_ns[0])
         t = (stamps_ns - self._t0_ns) * 1e-9
         try:
-            tt, xx, vv, aa, ff = self.conditioner.push(t, x, f)
+            tt, xx, vv, aa, ff = self.conditioner.push(t, x, f, acc)
         except ConfigError as exc:
             self.last_error = str(exc)
             self.counts['config_error'] += 1
@@ -295,9 +360,10 @@ class ImpedancePipeline:
 
     def status(self) -> dict:
         out = dict(self.counts)
-        for name, gate in (('joint', self.joint_gate), ('wrench', self.wrench_gate)):
+        for name, gate in (('joint', self.joint_gate), ('wrench', self.wrench_gate), ('imu', self.imu_gate)):
             out.update({f'{name}.{k}': v for k, v in gate.counts.as_dict().items()})
         out['joint.overflowed'] = self.joint_buffer.overflowed
         out['wrench.overflowed'] = self.wrench_buffer.overflowed
+        out['imu.overflowed'] = self.imu_buffer.overflowed
         out['sample_rate_hz'] = self.conditioner.measured_rate
         return out
