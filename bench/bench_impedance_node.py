@@ -49,13 +49,15 @@ def main() -> int:
     ap.add_argument('--rate', type=float, default=4000.0)
     ap.add_argument('--force-source', choices=('effort', 'wrench'), default='effort')
     ap.add_argument('--publish-rate', type=float, default=5.0)
+    ap.add_argument('--imu', action='store_true', help='acceleration from a 4 kHz sensor_msgs/Imu stream too')
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix='bench_impedance_'))
     rec = sc.simulate('S2', duration=args.duration, rate=args.rate, seed=1)
-    bag = write_bag(rec, tmp / 'bag', wrench=args.force_source == 'wrench')
+    bag = write_bag(rec, tmp / 'bag', wrench=args.force_source == 'wrench', imu=args.imu)
     node = subprocess.Popen([sys.executable, '-m', 'contact_estimation.impedance.node', '--ros-args',
                              '--params-file', str(ROOT / 'config' / 'impedance_profiler.yaml'),
                              '-p', f'force_source:={args.force_source}',
+                             '-p', f"acceleration_source:={'imu' if args.imu else 'differentiate'}",
                              '-p', f'publish_rate:={args.publish_rate}'], env=ENV)
     rclpy.init()
     listener = Node('bench_listener')
@@ -85,6 +87,7 @@ def main() -> int:
             values[st.name] = {kv.key: kv.value for kv in st.values}
     j = values.get('impedance_profiler: input joint_states', {})
     w = values.get('impedance_profiler: input wrench', {})
+    imu = values.get('impedance_profiler: input imu', {})
     p = values.get('impedance_profiler: pipeline', {})
     n = len(rec.t)
     print(f'load: {args.rate:g} Hz JointState' + (f' + {args.rate:g} Hz WrenchStamped' if w else '')
@@ -92,6 +95,7 @@ def main() -> int:
     accepted = float(j.get('joint.accepted', 0))
     print(f"received {j.get('received')} / {n} joint states"
           + (f", {w.get('received')} / {n} wrenches" if w else '')
+          + (f", {imu.get('received')} / {n} IMU samples" if imu else '')
           + f"; accepted {j.get('joint.accepted')} = {accepted / args.duration:.0f} per s of stream "
           f"(node's windowed input rate at the end {float(j.get('rate_hz', 0)):.0f} Hz)")
     print(f"update cost: p50 {float(p.get('update_ms_p50', 0)):.3f} ms, "
