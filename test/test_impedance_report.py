@@ -51,6 +51,12 @@ def test_cli_report_from_a_simulated_bag(tmp_path, capsys):
         assert float(r['stiffness_std']) > 0 and r['valid'] == 'True'
     doc = yaml.safe_load((rep / 'profile.yaml').read_text())
     assert 'equal in both directions' in doc['derived_assumption'] and 45 < doc['cutoff_hz'] < 70
+    # equal-count edges from the data: every bin gets about the same number of samples
+    rep2 = tmp_path / 'rep2'
+    assert cli(['impedance-profile', str(bag), '--config', CONFIG, '--report', str(rep2), '--auto-edges',
+                'quantile']) == 0
+    n = np.array([int(r['n']) for r in _rows(rep2 / 'profile.csv')])
+    assert len(n) == 16 and n.min() > 0.6 * n.max()
 
 
 def test_cli_refuses_to_answer_a_single_tone_with_numbers(tmp_path, capsys):

@@ -29,7 +29,8 @@ from contact_dynamics_common.params import ConfigError, load_params_file, valida
 from .conditioning import condition
 from .config import NODE_NAME, PARAMS
 from .pipeline import edges_from_params
-from .segmented import DIRECTIONS, PARAMS as PNAMES, UNITS, FitOptions, ImpedanceProfile, fit_segmented
+from .segmented import (DIRECTIONS, PARAMS as PNAMES, UNITS, FitOptions, ImpedanceProfile, default_edges,
+                        fit_segmented)
 
 
 def load_record(bag_path: str, params: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
@@ -69,10 +70,10 @@ def load_record(bag_path: str, params: dict) -> tuple[np.ndarray, np.ndarray, np
 
 
 def profile_bag(bag_path: str, params: dict, options: FitOptions, *, cutoff_hz: float | None = None,
-                filtered: bool = True, t_skip: float = 2.0):
+                filtered: bool = True, t_skip: float = 2.0, auto_edges: str = ''):
     t, x, f, truth = load_record(bag_path, params)
     c = condition(t, x, f, cutoff_hz=cutoff_hz, filtered=filtered, t_skip=t_skip)
-    edges = edges_from_params(params)
+    edges = default_edges(c.x, params['segments'], auto_edges) if auto_edges else edges_from_params(params)
     prof = fit_segmented(c.x, c.v, c.a, c.F, edges, options, noise_variance=c.noise_variance,
                          correlation=c.correlation)
     return prof, c, truth
@@ -234,6 +235,9 @@ def main(argv: list[str] | None = None) -> int:
                     help='choose the Tikhonov lambda by generalised cross-validation')
     ap.add_argument('--nonnegative', action='store_true', help='bound m >= 0 and b >= 0')
     ap.add_argument('--skip', type=float, default=2.0, help='start-up seconds to drop')
+    ap.add_argument('--auto-edges', choices=('uniform', 'quantile'),
+                    help='edges from the data instead of the config: uniform between the 0.1 and 99.9 '
+                         'percentiles of x, or equal-count; `segments` of them')
     a = ap.parse_args(argv)
     raw = load_params_file(a.config, NODE_NAME) if a.config else {}
     raw = {k: v for k, v in raw.items() if k not in ('use_sim_time',)}
@@ -246,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
                          tikhonov=a.tikhonov, nonnegative=a.nonnegative,
                          tikhonov_select='gcv' if a.gcv else 'fixed')
     prof, c, truth = profile_bag(a.bag, params, options, cutoff_hz=a.cutoff, filtered=not a.raw,
-                                 t_skip=a.skip)
+                                 t_skip=a.skip, auto_edges=a.auto_edges or '')
     out = Path(a.report)
     out.mkdir(parents=True, exist_ok=True)
     nvalid = int(prof.valid.sum())
