@@ -57,6 +57,12 @@ def test_cli_report_from_a_simulated_bag(tmp_path, capsys):
                 'quantile']) == 0
     n = np.array([int(r['n']) for r in _rows(rep2 / 'profile.csv')])
     assert len(n) == 16 and n.min() > 0.6 * n.max()
+    rep3 = tmp_path / 'rep3'
+    assert cli(['impedance-profile', str(bag), '--config', CONFIG, '--report', str(rep3), '--auto-edges',
+                'adaptive']) == 0
+    edges = yaml.safe_load((rep3 / 'profile.yaml').read_text())['segments']
+    cuts = sorted({r['x_lo'] for r in edges} | {r['x_hi'] for r in edges})
+    assert min(abs(e - 0.012) for e in cuts) <= 0.5e-3 and min(abs(e - 0.020) for e in cuts) <= 0.5e-3, cuts
 
 
 def test_cli_refuses_to_answer_a_single_tone_with_numbers(tmp_path, capsys):

@@ -271,3 +271,16 @@ def test_quantised_encoder_differentiation_is_filtered(s2):
     assert np.sqrt(np.mean((c.v - v_true) ** 2)) < 0.01 * np.sqrt(np.mean(v_true ** 2))
     raw = condition(s2.t, s2.x_meas, s2.F_meas, s2.a_meas, t_skip=sc.FADE_IN, filtered=False)
     assert np.sqrt(np.mean((raw.v - v_true) ** 2)) > 5 * np.sqrt(np.mean((c.v - v_true) ** 2))
+
+
+def test_adaptive_segmentation_finds_the_spring_kinks(s2):
+    from contact_estimation.impedance.segmentation import adaptive_edges
+    c = condition(s2.t, s2.x_meas, s2.F_meas, s2.a_meas, t_skip=sc.FADE_IN)
+    e = adaptive_edges(c.x, c.v, c.a, c.F, 0.0, 0.024, cells=48, correlation=c.correlation)
+    assert e[0] == 0.0 and e[-1] == pytest.approx(0.024)
+    for kink in (0.012, 0.020):
+        assert np.min(np.abs(e - kink)) <= 0.5e-3, (kink, e)
+    # no cut inside the linear stretches of the spring (2-10 mm: 400 N/m, 14-19 mm: 2000 N/m)
+    assert not np.any((e > 0.0021) & (e < 0.0099)) and not np.any((e > 0.0141) & (e < 0.0189)), e
+    with pytest.raises(ValueError):
+        adaptive_edges(c.x, c.v, c.a, c.F, 0.030, 0.040)

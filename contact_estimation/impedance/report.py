@@ -29,6 +29,7 @@ from contact_dynamics_common.params import ConfigError, load_params_file, valida
 from .conditioning import condition
 from .config import NODE_NAME, PARAMS
 from .pipeline import edges_from_params
+from .segmentation import adaptive_edges
 from .segmented import (DIRECTIONS, PARAMS as PNAMES, UNITS, FitOptions, ImpedanceProfile, default_edges,
                         fit_segmented)
 
@@ -73,7 +74,14 @@ def profile_bag(bag_path: str, params: dict, options: FitOptions, *, cutoff_hz: 
                 filtered: bool = True, t_skip: float = 2.0, auto_edges: str = ''):
     t, x, f, truth = load_record(bag_path, params)
     c = condition(t, x, f, cutoff_hz=cutoff_hz, filtered=filtered, t_skip=t_skip)
-    edges = default_edges(c.x, params['segments'], auto_edges) if auto_edges else edges_from_params(params)
+    if auto_edges == 'adaptive':
+        lo, hi = params['position_range']
+        edges = adaptive_edges(c.x, c.v, c.a, c.F, lo, hi, v_min=params['min_velocity'],
+                               correlation=c.correlation)
+    elif auto_edges:
+        edges = default_edges(c.x, params['segments'], auto_edges)
+    else:
+        edges = edges_from_params(params)
     prof = fit_segmented(c.x, c.v, c.a, c.F, edges, options, noise_variance=c.noise_variance,
                          correlation=c.correlation)
     return prof, c, truth
@@ -113,6 +121,8 @@ def plot_profile(p: ImpedanceProfile, out: Path, truth: dict | None = None) -> l
     fig, axes = plt.subplots(5, 1, figsize=(8, 12), sharex=True)
     colors = ('tab:blue', 'tab:red')
     ref = (truth or {}).get('oracle', {})
+    t_edges = np.asarray((truth or {}).get('edges', p.edges), dtype=float)
+    same_edges = t_edges.shape == p.edges.shape and np.allclose(t_edges, p.edges)   # truth is per segment
     for i, name in enumerate(PNAMES):
         ax = axes[i]
         for d, dn in enumerate(DIRECTIONS):
@@ -121,7 +131,7 @@ def plot_profile(p: ImpedanceProfile, out: Path, truth: dict | None = None) -> l
             ax.stairs(val, xe, baseline=None, color=colors[d], lw=1.6, label=lab)
             ax.stairs(val + 2 * sd, xe, baseline=val - 2 * sd, fill=True, color=colors[d], alpha=0.25,
                       label=f'±2σ ({dn})')
-            if name in ref:
+            if name in ref and same_edges:
                 ax.stairs(np.asarray(ref[name][d], dtype=float), xe, baseline=None, color=colors[d], ls='--',
                           lw=1,
                           label=f'truth ({dn})')
@@ -235,9 +245,10 @@ def main(argv: list[str] | None = None) -> int:
                     help='choose the Tikhonov lambda by generalised cross-validation')
     ap.add_argument('--nonnegative', action='store_true', help='bound m >= 0 and b >= 0')
     ap.add_argument('--skip', type=float, default=2.0, help='start-up seconds to drop')
-    ap.add_argument('--auto-edges', choices=('uniform', 'quantile'),
+    ap.add_argument('--auto-edges', choices=('uniform', 'quantile', 'adaptive'),
                     help='edges from the data instead of the config: uniform between the 0.1 and 99.9 '
-                         'percentiles of x, or equal-count; `segments` of them')
+                         'percentiles of x, or equal-count (`segments` of them), or adaptive (BIC change '
+                         'points on 48 cells of position_range)')
     a = ap.parse_args(argv)
     raw = load_params_file(a.config, NODE_NAME) if a.config else {}
     raw = {k: v for k, v in raw.items() if k not in ('use_sim_time',)}
