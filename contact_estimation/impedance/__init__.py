@@ -6,6 +6,7 @@ verdicts; playback ``ImpedanceProfile.force``), ``recursive`` (per-bin RLS with 
 (multisine design within device limits, design-time kappa check), ``conditioning`` (offline zero-phase
 filtering and differentiation, band-tied cut-off), ``pipeline`` (streaming: gates, pairing, causal filter),
 ``node`` / ``offline`` / ``messages`` / ``config`` (the impedance_profiler node and its run-bag twin),
-``report`` (contact-dynamics impedance-profile), ``plant`` / ``scenarios`` / ``simulate`` (the test plant and
+``segmentation`` (adaptive BIC edges), ``report`` (contact-dynamics impedance-profile), ``plant`` /
+``scenarios`` / ``simulate`` (the test plant and
 S1-S7), ``dashpot`` (drop-test damping), ``store`` (save/load a profile), ``demo``.
 """
