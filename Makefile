@@ -25,10 +25,19 @@ test: env
 test-fast: env  ## everything but the tests that start ROS nodes
 	$(PY) -m pytest -q -m "not ros" $(PYTEST_ARGS)
 
-bench: env  ## prints figures; starts ROS nodes on loopback for the node benchmark
+bench: env  ## prints figures; the node benchmarks start ROS nodes on loopback in this run's domain
 	$(PY) bench/bench_run_bag.py
+	$(PY) bench/bench_replay_long.py
 	$(PY) bench/bench_bag_read.py
+	$(PY) bench/bench_bag_recovery.py
+	$(PY) bench/bench_batch.py
 	$(PY) bench/bench_node_1khz.py --algorithms rls ils kalman
+	$(PY) bench/bench_node_overload.py
+	$(PY) bench/bench_pkm_ukf.py
+	$(PY) bench/bench_rover.py
+	$(PY) bench/bench_multipoint.py
+	$(PY) bench/bench_impedance_node.py
+	$(PY) -m contact_dynamics_common.cli calibrate --runs 20
 
 config: env  ## regenerate the documented config/*.yaml from the parameter specs
 	$(PY) tools/gen_config.py
