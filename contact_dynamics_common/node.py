@@ -43,6 +43,12 @@ def output_qos(depth: int = 10) -> QoSProfile:
                       durability=DurabilityPolicy.VOLATILE)
 
 
+def latched_qos() -> QoSProfile:
+    """Reliable, transient local, depth 1: the latest message of a latched topic (e.g. robot_description)."""
+    return QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
 def _descriptor(spec: ParamSpec) -> ParameterDescriptor:
     desc = ParameterDescriptor(description=spec.description, additional_constraints=spec.constraint_text(),
                                read_only=not spec.dynamic)
@@ -172,6 +178,7 @@ class EstimatorNode(LifecycleNode):
         self._diag_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 1)
         self._drops_seen: dict[str, dict[str, int]] = {}
         self._overload_logged = 0.0
+        self._reported_error = ''
         self.create_service(Trigger, '~/reset', self._on_reset)
 
     # ------------------------------------------------------------------ parameters
@@ -265,7 +272,43 @@ class EstimatorNode(LifecycleNode):
         msg.status = self.diagnostics()
         self._diag_pub.publish(msg)
 
+    def log_error_once(self, text: str) -> None:
+        """Log ``text`` as an ERROR unless it is empty or the same as the previous one logged here."""
+        if text and text != self._reported_error:
+            self._reported_error = text
+            self.get_logger().error(text)
+
+    @staticmethod
+    def respond(response, success: bool, message: str):
+        """Fill a service response's ``success`` and ``message`` and return it."""
+        response.success, response.message = success, message
+        return response
+
+    def write_response(self, response, path: str, write: Callable[[str], None], done: str, log: bool = False):
+        """A service that writes a file: ``write(path)``; 'cannot write <path>: <reason>' on OSError, else
+        ``done`` (logged at INFO when ``log``)."""
+        try:
+            write(path)
+        except OSError as exc:
+            return self.respond(response, False, f'cannot write {path}: {exc}')
+        if log:
+            self.get_logger().info(done)
+        return self.respond(response, True, done)
+
     # ------------------------------------------------------------------ inputs and their accounting
+    def add_input(self, msg_type, topic: str, stats: RateMeter, handler: Callable, depth: int):
+        """A sensor-data subscription whose callback, while the node is active, counts the message in
+        ``stats`` and calls ``handler(msg)`` (nothing while inactive). With an InputStats the losses before
+        the callback are counted too (``subscribe_input``)."""
+        def callback(msg) -> None:
+            if self.active:
+                stats.tick()
+                handler(msg)
+
+        if isinstance(stats, InputStats):
+            return self.subscribe_input(msg_type, topic, callback, stats, depth)
+        return self.create_subscription(msg_type, topic, callback, sensor_qos(depth))
+
     def subscribe_input(self, msg_type, topic: str, callback, stats: InputStats, depth: int):
         """A sensor-data subscription whose losses before the callback are counted in ``stats``."""
         def on_lost(event) -> None:
@@ -313,6 +356,41 @@ class EstimatorNode(LifecycleNode):
                 self.get_logger().warning(f'input {name}: {text}; rate {stats.rate():.0f} Hz, {pending} pending')
         return values, text
 
+    # ------------------------------------------------------------------ diagnostics helpers
+    def not_configured(self, message: str = 'not configured (lifecycle state unconfigured)') -> list:
+        """The /diagnostics of a node whose pipeline is not built yet (WARN '<node>: pipeline')."""
+        return [status(f'{self.get_name()}: pipeline', WARN, message, {})]
+
+    def input_status(self, input_name: str, meter: RateMeter, values: dict | None = None, *,
+                     timeout: float | None = None, bad: int = 0, bad_text: str = '', error: str = '',
+                     dropping: str = '') -> DiagnosticStatus:
+        """'<node>: input <name>' with rate_hz, received, age_s (then ``values``). Level, first match:
+        ERROR ``error``; WARN no messages; WARN ``dropping`` when it reports an overload; WARN stale (age >
+        ``timeout`` s, if given); WARN ``bad_text`` (default '<bad> samples rejected (see counts)') when
+        ``bad``; else OK."""
+        age = meter.age()
+        v = {'rate_hz': meter.rate(), 'received': meter.count, 'age_s': age, **(values or {})}
+        if error:
+            level, msg = ERROR, error
+        elif meter.count == 0:
+            level, msg = WARN, 'no messages received'
+        elif dropping.startswith('overload'):
+            level, msg = WARN, dropping
+        elif timeout is not None and age > timeout:
+            level, msg = WARN, f'stale: no message for {age:.2f} s'
+        elif bad:
+            level, msg = WARN, bad_text or f'{bad} samples rejected (see counts)'
+        else:
+            level, msg = OK, 'ok'
+        return status(f'{self.get_name()}: input {input_name}', level, msg, v)
+
+    def pipeline_values(self, counts: dict) -> dict:
+        """The pipeline's own counters (keys without a '.'), the update cost figures and ``updates``."""
+        values = {k: v for k, v in counts.items() if '.' not in k}
+        values.update(self.cost.figures())
+        values['updates'] = self.updates
+        return values
+
     # ------------------------------------------------------------------ subclass interface
     def configure(self) -> None:
         raise NotImplementedError
@@ -341,6 +419,13 @@ def _executor():
         except ImportError:
             pass
     return SingleThreadedExecutor()
+
+
+def node_main(factory: Callable[[], Node]) -> Callable[..., None]:
+    """A console-script ``main(args=None)`` that runs ``factory()`` (``run``) and exits with its code."""
+    def main(args: list[str] | None = None) -> None:
+        raise SystemExit(run(factory, args))
+    return main
 
 
 def run(factory: Callable[[], Node], args: list[str] | None = None) -> int:

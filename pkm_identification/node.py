@@ -22,7 +22,7 @@ from std_srvs.srv import SetBool, Trigger
 from contact_dynamics.msg import ParameterEstimate
 from contact_dynamics.srv import PkmSetActiveSet
 from contact_dynamics_common.msgconv import stamp_to_ns
-from contact_dynamics_common.node import ERROR, OK, WARN, EstimatorNode, RateMeter, output_qos, run, sensor_qos, status
+from contact_dynamics_common.node import OK, WARN, EstimatorNode, RateMeter, node_main, output_qos, status
 from contact_dynamics_common.rosfill import fill
 
 from .config import NODE_NAME, PARAMS
@@ -54,14 +54,13 @@ class PkmIdentifierNode(EstimatorNode):
         self.rate = RateMeter()
         self.pubs: dict = {}
         self.latest: PkmEstimate | None = None
-        self._reported_error = ''
 
     def configure(self) -> None:
         p = self.params
         self.pipeline = PkmPipeline(p)
         if not self.pubs:
-            self.create_subscription(JointState, p['joint_states_topic'], self._on_joint_state,
-                                     sensor_qos(p['input_queue_size']))
+            self.add_input(JointState, p['joint_states_topic'], self.rate, self._on_joint_state,
+                           p['input_queue_size'])
             self.pubs = {t: self.create_lifecycle_publisher(ty, t, output_qos()) for t, ty in TYPES.items()}
             self.create_service(SetBool, '~/freeze', self._on_freeze)
             self.create_service(PkmSetActiveSet, '~/set_active_set', self._on_set_active)
@@ -71,9 +70,6 @@ class PkmIdentifierNode(EstimatorNode):
             f"{self.resolve_topic_name(p['joint_states_topic'])} at {p['publish_rate']:g} Hz")
 
     def _on_joint_state(self, msg: JointState) -> None:
-        if not self.active:
-            return
-        self.rate.tick()
         self.pipeline.push_joint_state(stamp_to_ns(msg.header.stamp), msg.name, msg.position, msg.velocity,
                                        msg.effort)
 
@@ -81,51 +77,41 @@ class PkmIdentifierNode(EstimatorNode):
         est = self.pipeline.step()
         if est is not None:
             self.latest = est
-        if self.pipeline.last_error and self.pipeline.last_error != self._reported_error:
-            self._reported_error = self.pipeline.last_error
-            self.get_logger().error(self.pipeline.last_error)
+        self.log_error_once(self.pipeline.last_error)
         for topic, _, fields in publications(est, self.params):
             self.pubs[topic].publish(fill(TYPES[topic](), fields))
 
     # --- services ---
     def _on_freeze(self, request, response):
         if self.pipeline is None:
-            response.success, response.message = False, 'not configured'
-            return response
+            return self.respond(response, False, 'not configured')
         self.pipeline.frozen = bool(request.data)
-        response.success = True
-        response.message = 'frozen: predicting only' if request.data else 'updating'
+        self.respond(response, True, 'frozen: predicting only' if request.data else 'updating')
         self.get_logger().info(f'~/freeze: {response.message}')
         return response
 
     def _on_set_active(self, request, response):
         if self.pipeline is None:
-            response.success, response.message = False, 'not configured'
-            return response
+            return self.respond(response, False, 'not configured')
         try:
             active = self.pipeline.set_active(request.preset if request.preset else list(request.names))
         except ValueError as exc:
-            response.success, response.message = False, str(exc)
-            return response
-        response.success, response.active = True, active
-        response.message = f"updating {', '.join(active)}"
+            return self.respond(response, False, str(exc))
+        self.respond(response, True, f"updating {', '.join(active)}")
+        response.active = active
         self.get_logger().info(f'~/set_active_set: {response.message}')
         return response
 
     def _on_save(self, request, response):
         if self.pipeline is None or self.latest is None:
-            response.success, response.message = False, 'no estimate yet'
-            return response
+            return self.respond(response, False, 'no estimate yet')
         path = self.params['save_path']
-        try:
+
+        def write(path: str) -> None:
             with open(path, 'w', encoding='utf-8') as f:
                 yaml.safe_dump(estimate_yaml(self.latest, self.params, self.pipeline.machine.theta12()), f,
                                sort_keys=False)
-        except OSError as exc:
-            response.success, response.message = False, f'cannot write {path}: {exc}'
-            return response
-        response.success, response.message = True, f'estimate written to {path}'
-        return response
+        return self.write_response(response, path, write, f'estimate written to {path}')
 
     def reset_estimation(self) -> None:
         if self.pipeline is not None:
@@ -135,24 +121,13 @@ class PkmIdentifierNode(EstimatorNode):
     def diagnostics(self):
         name = self.get_name()
         if self.pipeline is None:
-            return [status(f'{name}: pipeline', WARN, 'not configured (lifecycle state unconfigured)', {})]
+            return self.not_configured()
         counts = self.pipeline.status()
-        age = self.rate.age()
         rejected = sum(v for k, v in counts.items() if k.startswith('joint_states.') and not k.endswith('accepted'))
         rejected += counts['rejected_kinematics'] + counts['joint_missing'] + counts['joint_state_malformed']
-        values = {'rate_hz': self.rate.rate(), 'received': self.rate.count, 'age_s': age, **counts,
-                  'rejected_total': rejected}
-        if self.pipeline.last_error and not counts.get('joint_states.accepted'):
-            level, msg = ERROR, self.pipeline.last_error
-        elif self.rate.count == 0:
-            level, msg = WARN, 'no messages received'
-        elif age > self.params['sensor_timeout']:
-            level, msg = WARN, f'stale: no message for {age:.2f} s'
-        elif rejected:
-            level, msg = WARN, f'{rejected} samples rejected (see counts)'
-        else:
-            level, msg = OK, 'ok'
-        out = [status(f'{name}: input joint_states', level, msg, values)]
+        error = self.pipeline.last_error if not counts.get('joint_states.accepted') else ''
+        out = [self.input_status('joint_states', self.rate, {**counts, 'rejected_total': rejected},
+                                 timeout=self.params['sensor_timeout'], bad=rejected, error=error)]
         est = self.latest
         pv = {**self.cost.figures(), 'updates': self.updates}
         if est is None:
@@ -170,8 +145,7 @@ class PkmIdentifierNode(EstimatorNode):
         return out
 
 
-def main(args=None) -> None:
-    raise SystemExit(run(lambda: PkmIdentifierNode(), args))
+main = node_main(PkmIdentifierNode)
 
 
 if __name__ == '__main__':

@@ -18,8 +18,7 @@ from std_srvs.srv import Trigger
 
 from contact_dynamics.msg import ImpedanceProfile as ImpedanceProfileMsg
 from contact_dynamics_common.msgconv import stamp_to_ns
-from contact_dynamics_common.node import (ERROR, OK, WARN, EstimatorNode, RateMeter, output_qos, run,
-                                          sensor_qos, status)
+from contact_dynamics_common.node import OK, WARN, EstimatorNode, RateMeter, node_main, output_qos, status
 from contact_dynamics_common.rosfill import fill
 
 from .config import NODE_NAME, PARAMS
@@ -34,19 +33,19 @@ class ImpedanceProfilerNode(EstimatorNode):
         self.rates = {'joint_states': RateMeter(), 'wrench': RateMeter(), 'imu': RateMeter()}
         self.pub = None
         self.latest = None
-        self._reported_error = ''
         self._sample_us: list = []
 
     def configure(self) -> None:
         p = self.params
         self.pipeline = ImpedancePipeline(p)
         if self.pub is None:
-            qos = sensor_qos(p['input_queue_size'])
-            self.create_subscription(JointState, p['joint_states_topic'], self._on_joint_state, qos)
+            depth = p['input_queue_size']
+            self.add_input(JointState, p['joint_states_topic'], self.rates['joint_states'],
+                           self._on_joint_state, depth)
             if p['force_source'] == 'wrench':
-                self.create_subscription(WrenchStamped, p['wrench_topic'], self._on_wrench, qos)
+                self.add_input(WrenchStamped, p['wrench_topic'], self.rates['wrench'], self._on_wrench, depth)
             if p['acceleration_source'] == 'imu':
-                self.create_subscription(Imu, p['imu_topic'], self._on_imu, qos)
+                self.add_input(Imu, p['imu_topic'], self.rates['imu'], self._on_imu, depth)
             self.pub = self.create_lifecycle_publisher(ImpedanceProfileMsg, '~/profile', output_qos())
             self.create_service(Trigger, '~/save', self._on_save)
         self.get_logger().info(
@@ -55,24 +54,15 @@ class ImpedanceProfilerNode(EstimatorNode):
             f"publishing at {p['publish_rate']:g} Hz")
 
     def _on_joint_state(self, msg: JointState) -> None:
-        if not self.active:
-            return
-        self.rates['joint_states'].tick()
         self.pipeline.push_joint_state(stamp_to_ns(msg.header.stamp), msg.name, msg.position, msg.effort)
 
     def _on_wrench(self, msg: WrenchStamped) -> None:
-        if not self.active:
-            return
-        self.rates['wrench'].tick()
         f = msg.wrench.force
         self.pipeline.push_wrench(stamp_to_ns(msg.header.stamp), f.x, f.y, f.z)
         if not self.pipeline.wrench_frame:
             self.pipeline.wrench_frame = msg.header.frame_id
 
     def _on_imu(self, msg: Imu) -> None:
-        if not self.active:
-            return
-        self.rates['imu'].tick()
         acc = msg.linear_acceleration
         self.pipeline.push_imu(stamp_to_ns(msg.header.stamp), acc.x, acc.y, acc.z)
 
@@ -82,9 +72,7 @@ class ImpedanceProfilerNode(EstimatorNode):
         if n:
             self._sample_us.append((time.perf_counter() - t0) * 1e6 / n)
             self._sample_us = self._sample_us[-200:]
-        if self.pipeline.last_error and self.pipeline.last_error != self._reported_error:
-            self._reported_error = self.pipeline.last_error
-            self.get_logger().error(self.pipeline.last_error)
+        self.log_error_once(self.pipeline.last_error)
         out = publication(self.pipeline, self.params)
         if out is None:
             return
@@ -97,20 +85,13 @@ class ImpedanceProfilerNode(EstimatorNode):
 
         from .store import save_profile
         if self.pipeline is None or not self.pipeline.counts['samples_used']:
-            response.success, response.message = False, 'no profile yet: no sample has updated it'
-            return response
+            return self.respond(response, False, 'no profile yet: no sample has updated it')
         path = self.params['save_path'] or str(Path(os.environ.get('ROS_HOME', Path.home() / '.ros'))
                                                / 'impedance_profile.yaml')
-        try:
-            meta = {'joint_name': self.params['joint_name'], 'force_source': self.params['force_source'],
-                    'samples_used': self.pipeline.counts['samples_used']}
-            save_profile(self.pipeline.profile(), path, meta)
-        except OSError as exc:
-            response.success, response.message = False, f'cannot write {path}: {exc}'
-            return response
-        response.success, response.message = True, f'profile saved to {path}'
-        self.get_logger().info(response.message)
-        return response
+        meta = {'joint_name': self.params['joint_name'], 'force_source': self.params['force_source'],
+                'samples_used': self.pipeline.counts['samples_used']}
+        return self.write_response(response, path, lambda p: save_profile(self.pipeline.profile(), p, meta),
+                                   f'profile saved to {path}', log=True)
 
     def reset_estimation(self) -> None:
         if self.pipeline is not None:
@@ -120,7 +101,7 @@ class ImpedanceProfilerNode(EstimatorNode):
     def diagnostics(self):
         name = self.get_name()
         if self.pipeline is None:
-            return [status(f'{name}: pipeline', WARN, 'not configured (lifecycle state unconfigured)', {})]
+            return self.not_configured()
         counts = self.pipeline.status()
         out = []
         inputs = ['joint_states'] + (['wrench'] if self.params['force_source'] == 'wrench' else []) \
@@ -129,25 +110,18 @@ class ImpedanceProfilerNode(EstimatorNode):
             meter = self.rates[inp]
             key = 'joint' if inp == 'joint_states' else inp
             gate = {k: v for k, v in counts.items() if k.startswith(key + '.')}
-            values = {'rate_hz': meter.rate(), 'received': meter.count, 'age_s': meter.age(), **gate}
+            values = dict(gate)
             if inp == 'joint_states':
                 values.update({k: counts.get(k, 0) for k in ('joint_missing', 'joint_state_empty',
                                                              'joint_state_malformed')})
             bad = sum(v for k, v in gate.items() if not k.endswith(('.accepted', '.overflowed')))
-            if inp == 'joint_states' and self.pipeline.last_error and not counts.get('joint.accepted'):
-                level, msg = ERROR, self.pipeline.last_error
-            elif meter.count == 0:
-                level, msg = WARN, 'no messages received'
-            elif meter.age() > self.params['sensor_timeout'] * 20:
-                level, msg = WARN, f'stale: no message for {meter.age():.2f} s'
-            elif bad or gate.get(f'{key}.overflowed'):
-                level, msg = WARN, f'{bad} samples rejected, {gate.get(key + ".overflowed", 0)} overflowed'
-            else:
-                level, msg = OK, 'ok'
-            out.append(status(f'{name}: input {inp}', level, msg, values))
-        values = {k: v for k, v in counts.items() if '.' not in k}
-        values.update(self.cost.figures())
-        values['updates'] = self.updates
+            overflowed = gate.get(f'{key}.overflowed', 0)
+            no_joint = inp == 'joint_states' and not counts.get('joint.accepted')
+            out.append(self.input_status(inp, meter, values, timeout=self.params['sensor_timeout'] * 20,
+                                         bad=bad + overflowed, bad_text=f'{bad} samples rejected, '
+                                         f'{overflowed} overflowed',
+                                         error=self.pipeline.last_error if no_joint else ''))
+        values = self.pipeline_values(counts)
         if self._sample_us:
             import numpy as np
             values['update_us_per_sample_p50'] = float(np.percentile(self._sample_us, 50))
@@ -165,8 +139,7 @@ class ImpedanceProfilerNode(EstimatorNode):
         return out
 
 
-def main(args=None) -> None:
-    raise SystemExit(run(lambda: ImpedanceProfilerNode(), args))
+main = node_main(ImpedanceProfilerNode)
 
 
 if __name__ == '__main__':

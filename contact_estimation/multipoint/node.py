@@ -14,7 +14,7 @@ from nav_msgs.msg import Odometry
 
 from contact_dynamics.msg import MultiPointContactEstimate as EstimateMsg
 from contact_dynamics_common.msgconv import stamp_to_ns
-from contact_dynamics_common.node import OK, WARN, EstimatorNode, RateMeter, output_qos, run, sensor_qos, status
+from contact_dynamics_common.node import OK, WARN, EstimatorNode, RateMeter, node_main, output_qos, status
 from contact_dynamics_common.rosfill import fill
 
 from .config import NODE_NAME, PARAMS
@@ -33,28 +33,22 @@ class MultiPointEstimatorNode(EstimatorNode):
         p = self.params
         self.pipeline = MultiPointPipeline(p)
         if self.pub is None:
-            qos = sensor_qos(p['input_queue_size'])
-            self.create_subscription(WrenchStamped, p['wrench_topic'], self._on_wrench, qos)
+            depth = p['input_queue_size']
+            self.add_input(WrenchStamped, p['wrench_topic'], self.rates['wrench'], self._on_wrench, depth)
             if p['pose_source'] == 'odometry':
-                self.create_subscription(Odometry, p['odom_topic'], self._on_odom, qos)
+                self.add_input(Odometry, p['odom_topic'], self.rates['pose'], self._on_odom, depth)
             else:
-                self.create_subscription(PoseStamped, p['pose_topic'], self._on_pose, qos)
+                self.add_input(PoseStamped, p['pose_topic'], self.rates['pose'], self._on_pose, depth)
             self.pub = self.create_lifecycle_publisher(EstimateMsg, TOPIC, output_qos())
         self.get_logger().info(
             f"multi-point estimation ({p['formulation']} rows) with {len(self.pipeline.payload.parts)} payload and "
             f"{len(self.pipeline.environment.parts)} environment parts from {p['geometry_file']}")
 
     def _on_wrench(self, msg: WrenchStamped) -> None:
-        if not self.active:
-            return
-        self.rates['wrench'].tick()
         f, t = msg.wrench.force, msg.wrench.torque
         self.pipeline.push_wrench(stamp_to_ns(msg.header.stamp), (f.x, f.y, f.z), (t.x, t.y, t.z))
 
     def _on_odom(self, msg: Odometry) -> None:
-        if not self.active:
-            return
-        self.rates['pose'].tick()
         self.pipeline.pose_frame = self.pipeline.pose_frame or msg.header.frame_id
         p, q = msg.pose.pose.position, msg.pose.pose.orientation
         v, w = msg.twist.twist.linear, msg.twist.twist.angular
@@ -62,9 +56,6 @@ class MultiPointEstimatorNode(EstimatorNode):
                                 (v.x, v.y, v.z), (w.x, w.y, w.z))
 
     def _on_pose(self, msg: PoseStamped) -> None:
-        if not self.active:
-            return
-        self.rates['pose'].tick()
         self.pipeline.pose_frame = self.pipeline.pose_frame or msg.header.frame_id
         p, q = msg.pose.position, msg.pose.orientation
         self.pipeline.push_pose(stamp_to_ns(msg.header.stamp), (p.x, p.y, p.z), (q.x, q.y, q.z, q.w))
@@ -80,26 +71,14 @@ class MultiPointEstimatorNode(EstimatorNode):
 
     def diagnostics(self):
         if self.pipeline is None:
-            return [status(f'{self.get_name()}: pipeline', WARN, 'not configured (lifecycle state unconfigured)', {})]
+            return self.not_configured()
         counts = self.pipeline.status()
         out = []
         for name, meter in self.rates.items():
-            age = meter.age()
-            values = {'rate_hz': meter.rate(), 'received': meter.count, 'age_s': age,
-                      **{k: v for k, v in counts.items() if k.startswith(name + '.')}}
-            bad = sum(v for k, v in values.items() if k.startswith(name + '.') and not k.endswith('.accepted'))
-            if meter.count == 0:
-                level, msg = WARN, 'no messages received'
-            elif age > self.params['sensor_timeout']:
-                level, msg = WARN, f'stale: no message for {age:.2f} s'
-            elif bad:
-                level, msg = WARN, f'{bad} samples rejected (see counts)'
-            else:
-                level, msg = OK, 'ok'
-            out.append(status(f'{self.get_name()}: input {name}', level, msg, values))
-        values = {k: v for k, v in counts.items() if '.' not in k}
-        values.update(self.cost.figures())
-        values['updates'] = self.updates
+            gate = {k: v for k, v in counts.items() if k.startswith(name + '.')}
+            out.append(self.input_status(name, meter, gate, timeout=self.params['sensor_timeout'],
+                                         bad=sum(v for k, v in gate.items() if not k.endswith('.accepted'))))
+        values = self.pipeline_values(counts)
         out.append(status(f'{self.get_name()}: pipeline', OK if self.active else WARN,
                           'ok' if self.active else 'inactive: estimate frozen', values))
         est = self.pipeline.estimate
@@ -117,8 +96,7 @@ class MultiPointEstimatorNode(EstimatorNode):
         return out
 
 
-def main(args=None) -> None:
-    raise SystemExit(run(lambda: MultiPointEstimatorNode(), args))
+main = node_main(MultiPointEstimatorNode)
 
 
 if __name__ == '__main__':

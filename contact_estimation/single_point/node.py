@@ -20,7 +20,7 @@ from std_srvs.srv import Trigger
 
 from contact_dynamics.msg import ContactEstimate as ContactEstimateMsg
 from contact_dynamics_common.msgconv import stamp_to_ns
-from contact_dynamics_common.node import ERROR, OK, WARN, EstimatorNode, InputStats, output_qos, run, status
+from contact_dynamics_common.node import OK, WARN, EstimatorNode, InputStats, node_main, output_qos, status
 from contact_dynamics_common.rosfill import fill
 
 from .config import NODE_NAME, PARAMS
@@ -36,7 +36,6 @@ class ContactEstimatorNode(EstimatorNode):
         self.deferred_updates = 0          # updates that left samples for the next one (max_samples_per_update)
         self.pubs: dict = {}
         self.latest = []
-        self._reported_error = ''
 
     def configure(self) -> None:
         """Pipeline (estimators), subscriptions and lifecycle publishers; ConfigError on a bad combination."""
@@ -44,12 +43,12 @@ class ContactEstimatorNode(EstimatorNode):
         self.pipeline = ContactPipeline(p)
         if not self.pubs:
             depth = p['input_queue_size']
-            self.subscribe_input(WrenchStamped, p['wrench_topic'], self._on_wrench, self.rates['wrench'], depth)
+            self.add_input(WrenchStamped, p['wrench_topic'], self.rates['wrench'], self._on_wrench, depth)
             if p['displacement_source'] == 'joint_state':
-                self.subscribe_input(JointState, p['joint_states_topic'], self._on_joint_state,
-                                     self.rates['displacement'], depth)
+                self.add_input(JointState, p['joint_states_topic'], self.rates['displacement'],
+                               self._on_joint_state, depth)
             else:
-                self.subscribe_input(PoseStamped, p['pose_topic'], self._on_pose, self.rates['displacement'], depth)
+                self.add_input(PoseStamped, p['pose_topic'], self.rates['displacement'], self._on_pose, depth)
             topics = ['~/estimate'] + [f'~/{a}/estimate' for a in p['algorithms']]
             self.pubs = {t: self.create_lifecycle_publisher(ContactEstimateMsg, t, output_qos()) for t in topics}
             self.create_service(Trigger, '~/tare', self._on_tare)
@@ -57,26 +56,17 @@ class ContactEstimatorNode(EstimatorNode):
             f"estimating {p['model']} with {', '.join(p['algorithms'])} from "
             f"{self.resolve_topic_name(p['wrench_topic'])} and {p['displacement_source']} at {p['publish_rate']:g} Hz")
 
-    # --- callbacks: copy only (nothing while inactive) ---
+    # --- callbacks (add_input: only while active, counted): copy only ---
     def _on_wrench(self, msg: WrenchStamped) -> None:
-        if not self.active:
-            return
-        self.rates['wrench'].tick()
         f = msg.wrench.force
         self.pipeline.push_wrench(stamp_to_ns(msg.header.stamp), f.x, f.y, f.z)
         if not self.pipeline.wrench_frame:
             self.pipeline.wrench_frame = msg.header.frame_id
 
     def _on_joint_state(self, msg: JointState) -> None:
-        if not self.active:
-            return
-        self.rates['displacement'].tick()
         self.pipeline.push_joint_state(stamp_to_ns(msg.header.stamp), msg.name, msg.position)
 
     def _on_pose(self, msg: PoseStamped) -> None:
-        if not self.active:
-            return
-        self.rates['displacement'].tick()
         q = msg.pose.position
         self.pipeline.push_pose(stamp_to_ns(msg.header.stamp), q.x, q.y, q.z)
 
@@ -86,9 +76,7 @@ class ContactEstimatorNode(EstimatorNode):
         if self.pipeline.backlog:
             self.deferred_updates += 1
         self.latest = estimates
-        if self.pipeline.last_error and self.pipeline.last_error != self._reported_error:
-            self._reported_error = self.pipeline.last_error
-            self.get_logger().error(self.pipeline.last_error)
+        self.log_error_once(self.pipeline.last_error)
         msgs = {}
         for topic, fields in publications(self.pipeline, estimates, self.params):
             key = id(fields)
@@ -100,11 +88,9 @@ class ContactEstimatorNode(EstimatorNode):
         try:
             bias = self.pipeline.tare()
         except ValueError as exc:
-            response.success, response.message = False, f'tare refused: {exc}'
-            self.get_logger().warning(response.message)
-            return response
-        response.success = True
-        response.message = 'force bias [{:.4g}, {:.4g}, {:.4g}] N'.format(*bias)
+            self.get_logger().warning(f'tare refused: {exc}')
+            return self.respond(response, False, f'tare refused: {exc}')
+        self.respond(response, True, 'force bias [{:.4g}, {:.4g}, {:.4g}] N'.format(*bias))
         self.get_logger().info(f'tare: {response.message}')
         return response
 
@@ -115,37 +101,24 @@ class ContactEstimatorNode(EstimatorNode):
 
     def diagnostics(self):
         if self.pipeline is None:
-            return [status(f'{self.get_name()}: pipeline', WARN, 'not configured (lifecycle state unconfigured)', {})]
+            return self.not_configured()
         timeout = self.params['sensor_timeout']
         counts = self.pipeline.status()
         ledger = self.pipeline.ledger()
         out = []
         for name, meter in self.rates.items():
-            age = meter.age()
             rejected = {k: v for k, v in counts.items() if k.startswith(name + '.')}
             account, dropping = self.input_ledger(name, meter, ledger[name]['accepted'], ledger[name]['pending'],
                                                   ledger[name]['dropped'])
-            values = {'rate_hz': meter.rate(), 'received': meter.count, 'age_s': age, **rejected, **account}
+            values = {**rejected, **account}
             if name == 'displacement':
                 values.update({k: counts.get(k, 0) for k in ('joint_missing', 'joint_state_empty',
                                                               'joint_state_malformed')})
+            no_data = name == 'displacement' and not counts.get('displacement.accepted')
             bad = sum(v for k, v in rejected.items() if not k.endswith('.accepted'))
-            if name == 'displacement' and self.pipeline.last_error and not counts.get('displacement.accepted'):
-                level, msg = ERROR, self.pipeline.last_error
-            elif meter.count == 0:
-                level, msg = WARN, 'no messages received'
-            elif dropping.startswith('overload'):
-                level, msg = WARN, dropping
-            elif age > timeout:
-                level, msg = WARN, f'stale: no message for {age:.2f} s'
-            elif bad:
-                level, msg = WARN, f'{bad} samples rejected (see counts)'
-            else:
-                level, msg = OK, 'ok'
-            out.append(status(f'{self.get_name()}: input {name}', level, msg, values))
-        pipeline_values = {k: v for k, v in counts.items() if '.' not in k}
-        pipeline_values.update(self.cost.figures())
-        pipeline_values['updates'] = self.updates
+            out.append(self.input_status(name, meter, values, timeout=timeout, dropping=dropping, bad=bad,
+                                         error=self.pipeline.last_error if no_data else ''))
+        pipeline_values = self.pipeline_values(counts)
         pipeline_values.update({'backlog': self.pipeline.backlog, 'deferred_updates': self.deferred_updates,
                                 'max_samples_per_update': self.params['max_samples_per_update'],
                                 'wrench_buffer_high_water': self.pipeline.wrench_buffer.high_water,
@@ -167,8 +140,7 @@ class ContactEstimatorNode(EstimatorNode):
         return out
 
 
-def main(args=None) -> None:
-    raise SystemExit(run(lambda: ContactEstimatorNode(), args))
+main = node_main(ContactEstimatorNode)
 
 
 if __name__ == '__main__':
