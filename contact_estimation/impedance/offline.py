@@ -1,7 +1,7 @@
 """The impedance profiler as an offline node for run-bag: same pipeline, same message, bag time."""
 from __future__ import annotations
 
-from contact_dynamics_common.replay import resolve_topic
+from contact_dynamics_common.offline_node import OfflineNodeBase
 
 from .config import NODE_NAME
 from .messages import MSG_TYPE, TOPIC, profile_fields
@@ -29,19 +29,16 @@ def publication(pipeline: ImpedancePipeline, params: dict) -> dict | None:
                           extras=extras)
 
 
-class OfflineImpedanceProfiler:
+class OfflineImpedanceProfiler(OfflineNodeBase):
     node_name = NODE_NAME
 
     def __init__(self, params: dict):
-        self.params = params
-        self.pipeline = ImpedancePipeline(params)
-        self.period_ns = int(round(1e9 / params['publish_rate']))
-        self.joint_topic = resolve_topic(params['joint_states_topic'], NODE_NAME)
-        self.wrench_topic = resolve_topic(params['wrench_topic'], NODE_NAME) \
-            if params['force_source'] == 'wrench' else None
-        self.imu_topic = resolve_topic(params['imu_topic'], NODE_NAME) \
-            if params['acceleration_source'] == 'imu' else None
-        self.out_topic = resolve_topic(TOPIC, NODE_NAME)
+        super().__init__(params, ImpedancePipeline(params))
+        self.joint_topic = self.resolve(params['joint_states_topic'])
+        wrench, imu = params['force_source'] == 'wrench', params['acceleration_source'] == 'imu'
+        self.wrench_topic = self.resolve(params['wrench_topic']) if wrench else None
+        self.imu_topic = self.resolve(params['imu_topic']) if imu else None
+        self.out_topic = self.resolve(TOPIC)
 
     def inputs(self) -> dict[str, str]:
         out = {self.joint_topic: JOINT_STATE}
@@ -66,6 +63,3 @@ class OfflineImpedanceProfiler:
         self.pipeline.step()
         fields = publication(self.pipeline, self.params)
         return [] if fields is None else [(self.out_topic, MSG_TYPE, fields)]
-
-    def status(self) -> dict:
-        return dict(self.pipeline.status())

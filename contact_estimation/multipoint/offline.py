@@ -1,7 +1,7 @@
 """The multi-point estimator as an offline node for run-bag: same pipeline, same messages, bag time."""
 from __future__ import annotations
 
-from contact_dynamics_common.replay import resolve_topic
+from contact_dynamics_common.offline_node import OfflineNodeBase
 
 from .config import NODE_NAME
 from .messages import MSG_TYPE, publications
@@ -12,18 +12,16 @@ ODOM = 'nav_msgs/msg/Odometry'
 POSE = 'geometry_msgs/msg/PoseStamped'
 
 
-class OfflineMultiPointEstimator:
+class OfflineMultiPointEstimator(OfflineNodeBase):
     node_name = NODE_NAME
 
     def __init__(self, params: dict, geometry=None):
-        self.params = params
-        self.pipeline = MultiPointPipeline(params, geometry)
-        self.period_ns = int(round(1e9 / params['publish_rate']))
-        self.wrench_topic = resolve_topic(params['wrench_topic'], NODE_NAME)
+        super().__init__(params, MultiPointPipeline(params, geometry))
+        self.wrench_topic = self.resolve(params['wrench_topic'])
         if params['pose_source'] == 'odometry':
-            self.pose_topic, self.pose_type = resolve_topic(params['odom_topic'], NODE_NAME), ODOM
+            self.pose_topic, self.pose_type = self.resolve(params['odom_topic']), ODOM
         else:
-            self.pose_topic, self.pose_type = resolve_topic(params['pose_topic'], NODE_NAME), POSE
+            self.pose_topic, self.pose_type = self.resolve(params['pose_topic']), POSE
         self.out_topic = None
 
     def inputs(self) -> dict[str, str]:
@@ -42,8 +40,5 @@ class OfflineMultiPointEstimator:
 
     def tick(self, now_ns: int) -> list[tuple[str, str, dict]]:
         self.pipeline.step()
-        return [(resolve_topic(topic, NODE_NAME), MSG_TYPE, fields)
+        return [(self.resolve(topic), MSG_TYPE, fields)
                 for topic, fields in publications(self.pipeline, self.params)]
-
-    def status(self) -> dict:
-        return self.pipeline.status()
