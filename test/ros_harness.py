@@ -38,6 +38,32 @@ def stop(proc: subprocess.Popen, timeout: float = 5.0) -> str:
     return proc.stdout.read() if proc.stdout else ''
 
 
+def run_to_exit(module: str, *ros_args: str, timeout: float = 20.0) -> tuple[int | None, str]:
+    """Start a node expected to stop by itself (e.g. on a wrong parameter): its exit code and output."""
+    proc = start_node(module, *ros_args)
+    try:
+        proc.wait(timeout=timeout)
+    finally:
+        log = stop(proc)
+    return proc.returncode, log
+
+
+def set_stamp(header, ns: int) -> None:
+    """header.stamp = ``ns`` nanoseconds."""
+    header.stamp.sec, header.stamp.nanosec = divmod(int(ns), 10**9)
+
+
+def paced(times_s, speed: float = 1.0):
+    """Yield the indices of ``times_s`` (s, from the start of the iteration), each at its wall-clock time
+    (``speed`` < 1: slower than recorded)."""
+    start = time.perf_counter()
+    for i, t in enumerate(times_s):
+        delay = start + t / speed - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        yield i
+
+
 class Listener:
     """A node in the test process that records every message of the given topics (spun in a thread)."""
 
@@ -64,6 +90,15 @@ class Listener:
     def get(self, topic: str) -> list:
         with self._lock:
             return list(self.messages[topic])
+
+    def diag(self, name: str) -> dict:
+        """The latest /diagnostics status called ``name``: {'level', 'message', key: value...}; {} if none."""
+        for arr in reversed(self.get('/diagnostics')):
+            for st in arr.status:
+                if st.name == name:
+                    return {'level': st.level, 'message': st.message,
+                            **{kv.key: kv.value for kv in st.values}}
+        return {}
 
     def wait_for(self, predicate, timeout: float, period: float = 0.05) -> bool:
         deadline = time.monotonic() + timeout
@@ -97,4 +132,5 @@ def call_service(node: Node, client, request, timeout: float = 10.0):
     return future.result()
 
 
-__all__ = ['start_node', 'stop', 'Listener', 'wait_matched', 'call_service', 'ROOT', 'os']
+__all__ = ['start_node', 'stop', 'run_to_exit', 'set_stamp', 'paced', 'Listener', 'wait_matched',
+           'call_service', 'ROOT', 'os']

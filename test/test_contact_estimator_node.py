@@ -22,7 +22,8 @@ from contact_dynamics.msg import ContactEstimate  # noqa: E402
 from contact_dynamics_common.cli import run_bag  # noqa: E402
 from contact_estimation.single_point.simulate import KelvinVoigt1Dof, write_bag  # noqa: E402
 
-from ros_harness import ROOT, Listener, call_service, start_node, stop, wait_matched  # noqa: E402
+from ros_harness import (ROOT, Listener, call_service, paced, run_to_exit, set_stamp, start_node,  # noqa: E402
+                         stop, wait_matched)
 
 pytestmark = pytest.mark.ros
 
@@ -38,14 +39,10 @@ def _publish(node: Node, sim: KelvinVoigt1Dof, corrupt: bool = False) -> dict:
     joint_pub = node.create_publisher(JointState, '/joint_states', 100)
     wait_matched([wrench_pub, joint_pub])
     bad = {'nan_wrench': 0, 'empty_joint_state': 0}
-    start = time.perf_counter()
-    for i in range(len(m['t'])):
-        delay = start + m['t'][i] - time.perf_counter()
-        if delay > 0:
-            time.sleep(delay)
-        sec, nsec = divmod(int(m['stamp_ns'][i]), 10**9)
+    for i in paced(m['t']):
         w = WrenchStamped()
-        w.header.stamp.sec, w.header.stamp.nanosec, w.header.frame_id = sec, nsec, sim.wrench_frame
+        set_stamp(w.header, m['stamp_ns'][i])
+        w.header.frame_id = sim.wrench_frame
         w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = (float(v) for v in m['force_meas'][i])
         wrench_pub.publish(w)
         j = JointState()
@@ -54,7 +51,7 @@ def _publish(node: Node, sim: KelvinVoigt1Dof, corrupt: bool = False) -> dict:
         joint_pub.publish(j)
         if corrupt and i % 50 == 25:
             nan = WrenchStamped()
-            nan.header.stamp.sec, nan.header.stamp.nanosec = divmod(int(m['stamp_ns'][i]) + 500_000, 10**9)
+            set_stamp(nan.header, int(m['stamp_ns'][i]) + 500_000)
             nan.wrench.force.z = math.nan
             wrench_pub.publish(nan)
             empty = JointState()
@@ -63,22 +60,6 @@ def _publish(node: Node, sim: KelvinVoigt1Dof, corrupt: bool = False) -> dict:
             bad['nan_wrench'] += 1
             bad['empty_joint_state'] += 1
     return bad
-
-
-def _diag_values(listener: Listener, name: str) -> dict:
-    for arr in reversed(listener.get('/diagnostics')):
-        for st in arr.status:
-            if st.name == name:
-                return {'level': st.level, 'message': st.message, **{kv.key: kv.value for kv in st.values}}
-    return {}
-
-
-@pytest.fixture
-def ros_context():
-    rclpy.init()
-    yield
-    if rclpy.ok():
-        rclpy.shutdown()
 
 
 def test_live_estimates_match_truth_and_offline_replay(tmp_path, ros_context):
@@ -92,7 +73,7 @@ def test_live_estimates_match_truth_and_offline_replay(tmp_path, ros_context):
         assert listener.wait_for(lambda: _final(listener, sim) is not None, timeout=10.0), \
             'no estimate covering the last samples arrived'
         n = len(sim.measurements()['t'])
-        assert listener.wait_for(lambda: int(_diag_values(listener, 'contact_estimator: input wrench')
+        assert listener.wait_for(lambda: int(listener.diag('contact_estimator: input wrench')
                                              .get('received', 0)) >= n, timeout=5.0), 'messages lost on loopback'
     finally:
         pub_node.destroy_node()
@@ -109,10 +90,10 @@ def test_live_estimates_match_truth_and_offline_replay(tmp_path, ros_context):
         assert est.damping_identifiable and est.header.frame_id == 'ft_sensor'
 
     # diagnostics: input rates near 500 Hz, nothing rejected, estimator health published
-    wrench = _diag_values(listener, 'contact_estimator: input wrench')
+    wrench = listener.diag('contact_estimator: input wrench')
     assert 300.0 < float(wrench['rate_hz']) < 700.0, wrench
     assert int(wrench['wrench.accepted']) == len(sim.measurements()['t']), (wrench, log)
-    rls = _diag_values(listener, 'contact_estimator: rls')
+    rls = listener.diag('contact_estimator: rls')
     assert rls['valid'] == 'True' and float(rls['covariance_trace']) > 0
 
     # the same data offline: identical final estimates
@@ -150,9 +131,9 @@ def test_nan_and_empty_messages_are_counted_and_skipped(tmp_path, ros_context):
     pub_node = Node('test_publisher')
     try:
         bad = _publish(pub_node, sim, corrupt=True)
-        assert listener.wait_for(lambda: int(_diag_values(listener, 'contact_estimator: input wrench')
+        assert listener.wait_for(lambda: int(listener.diag('contact_estimator: input wrench')
                                              .get('wrench.nonfinite', 0)) >= bad['nan_wrench'], timeout=5.0)
-        assert listener.wait_for(lambda: int(_diag_values(listener, 'contact_estimator: input displacement')
+        assert listener.wait_for(lambda: int(listener.diag('contact_estimator: input displacement')
                                              .get('joint_state_empty', 0)) >= bad['empty_joint_state'], timeout=5.0)
     finally:
         pub_node.destroy_node()
@@ -177,13 +158,13 @@ def test_unknown_joint_name_is_reported(ros_context):
     pub_node = Node('test_publisher')
     try:
         _publish(pub_node, sim)
-        assert listener.wait_for(lambda: _diag_values(listener, 'contact_estimator: input displacement')
+        assert listener.wait_for(lambda: listener.diag('contact_estimator: input displacement')
                                  .get('level') == b'\x02', timeout=5.0)
     finally:
         pub_node.destroy_node()
         log = stop(proc)
         listener.close()
-    diag = _diag_values(listener, 'contact_estimator: input displacement')
+    diag = listener.diag('contact_estimator: input displacement')
     assert "joint 'elbow' is not in the JointState names ['slider']" in diag['message']
     assert "joint 'elbow' is not in the JointState names" in log
     assert not listener.get('/contact_estimator/rls/estimate')
@@ -196,12 +177,9 @@ def test_unknown_joint_name_is_reported(ros_context):
     ('force_direction:=[0.0,0.0,2.0]', 'must be a unit vector'),
 ])
 def test_wrong_parameter_stops_the_node_with_the_reason(override, reason):
-    proc = start_node('contact_estimation.single_point.node', '--params-file', CONFIG, '-p', override)
-    try:
-        proc.wait(timeout=20)
-    finally:
-        log = stop(proc)
-    assert proc.returncode == 2, log
+    returncode, log = run_to_exit('contact_estimation.single_point.node', '--params-file', CONFIG,
+                                  '-p', override)
+    assert returncode == 2, log
     assert reason in log, log
 
 

@@ -6,7 +6,6 @@ recorded speed; the node's final profile must equal the offline run of the same 
 """
 from __future__ import annotations
 
-import time
 
 import numpy as np
 import pytest
@@ -24,7 +23,8 @@ from contact_estimation.impedance import scenarios as sc  # noqa: E402
 from contact_estimation.impedance.simulate import EPOCH_NS, write_bag  # noqa: E402
 from contact_estimation.impedance.store import load_profile  # noqa: E402
 
-from ros_harness import ROOT, Listener, call_service, start_node, stop, wait_matched  # noqa: E402
+from ros_harness import (ROOT, Listener, call_service, paced, run_to_exit, set_stamp, start_node,  # noqa: E402
+                         stop, wait_matched)
 
 pytestmark = pytest.mark.ros
 
@@ -34,39 +34,19 @@ FIELDS = ('mass_pos', 'mass_neg', 'damping_pos', 'damping_neg', 'stiffness_pos',
           'intercept_pos', 'intercept_neg', 'covariance_pos', 'kappa_neg', 'samples_pos')
 
 
-def _diag(listener: Listener, name: str) -> dict:
-    for arr in reversed(listener.get('/diagnostics')):
-        for st in arr.status:
-            if st.name == name:
-                return {'level': st.level, 'message': st.message, **{kv.key: kv.value for kv in st.values}}
-    return {}
-
-
 def _publish(node: Node, rec, n: int) -> None:
     pub = node.create_publisher(JointState, '/joint_states', 1000)
     wait_matched([pub])
     stamps = EPOCH_NS + np.round(rec.t[:n] * 1e9).astype(np.int64)
-    start = time.perf_counter()
     burst = 20                                   # 5 ms of data per burst at 4 kHz
-    for i0 in range(0, n, burst):
-        delay = start + rec.t[i0] - time.perf_counter()
-        if delay > 0:
-            time.sleep(delay)
-        for i in range(i0, min(i0 + burst, n)):
+    for b in paced(rec.t[0:n:burst]):
+        for i in range(b * burst, min((b + 1) * burst, n)):
             m = JointState()
-            m.header.stamp.sec, m.header.stamp.nanosec = divmod(int(stamps[i]), 10**9)
+            set_stamp(m.header, stamps[i])
             m.name = ['slider']
             m.position = [float(rec.x_meas[i])]
             m.effort = [float(rec.F_meas[i])]
             pub.publish(m)
-
-
-@pytest.fixture
-def ros_context():
-    rclpy.init()
-    yield
-    if rclpy.ok():
-        rclpy.shutdown()
 
 
 def test_live_profile_at_4khz_equals_offline_run_bag(tmp_path, ros_context):
@@ -85,7 +65,7 @@ def test_live_profile_at_4khz_equals_offline_run_bag(tmp_path, ros_context):
     expected = -1
 
     def got():
-        return int(_diag(listener, 'impedance_profiler: input joint_states').get('received', 0))
+        return int(listener.diag('impedance_profiler: input joint_states').get('received', 0))
 
     def final():
         return [m for m in listener.get('/impedance_profiler/profile') if m.samples_used == expected]
@@ -124,7 +104,7 @@ def test_live_profile_at_4khz_equals_offline_run_bag(tmp_path, ros_context):
     assert saved is not None and saved.success, saved
     stored = load_profile(tmp_path / 'saved.yaml')
     np.testing.assert_allclose(stored.value('stiffness')[0], np.array(off['stiffness_pos']), rtol=1e-9)
-    pipe = _diag(listener, 'impedance_profiler: pipeline')
+    pipe = listener.diag('impedance_profiler: pipeline')
     assert float(pipe['sample_rate_hz']) == pytest.approx(4000.0), (pipe, log)
     assert float(pipe['update_us_per_sample_p50']) < 200.0, pipe
 
@@ -135,10 +115,7 @@ def test_live_profile_at_4khz_equals_offline_run_bag(tmp_path, ros_context):
     ('edges:=[0.0,0.02,0.01]', 'strictly increasing'),
 ])
 def test_wrong_parameter_stops_the_node_with_the_reason(override, reason):
-    proc = start_node('contact_estimation.impedance.node', '--params-file', CONFIG, '-p', override)
-    try:
-        proc.wait(timeout=20)
-    finally:
-        log = stop(proc)
-    assert proc.returncode == 2, log
+    returncode, log = run_to_exit('contact_estimation.impedance.node', '--params-file', CONFIG,
+                                  '-p', override)
+    assert returncode == 2, log
     assert reason in log, log

@@ -19,20 +19,13 @@ from contact_dynamics_common.cli import run_bag  # noqa: E402
 from contact_estimation.geometry.rotations import quat_to_matrix  # noqa: E402
 from contact_estimation.multipoint.scenarios import EPOCH_NS, TRUTH, gravity_drop, write_bag  # noqa: E402
 
-from ros_harness import ROOT, Listener, start_node, stop, wait_matched  # noqa: E402
+from ros_harness import (ROOT, Listener, paced, run_to_exit, set_stamp, start_node, stop,  # noqa: E402
+                         wait_matched)
 
 pytestmark = pytest.mark.ros
 
 CONFIG = str(ROOT / 'config' / 'multipoint_contact_estimator.yaml')
 TOPIC = '/multipoint_contact_estimator/estimate'
-
-
-@pytest.fixture
-def ros_context():
-    rclpy.init()
-    yield
-    if rclpy.ok():
-        rclpy.shutdown()
 
 
 def _publish(node: Node, rec) -> int:
@@ -44,14 +37,10 @@ def _publish(node: Node, rec) -> int:
     wpub = node.create_publisher(WrenchStamped, '/payload/wrench', 500)
     opub = node.create_publisher(Odometry, '/payload/odom', 500)
     wait_matched([wpub, opub])
-    start = time.perf_counter()
-    for i in range(len(stamps)):
-        delay = start + 2 * tr.t[i] - time.perf_counter()          # half speed: gentle on a shared machine
-        if delay > 0:
-            time.sleep(delay)
-        sec, nsec = divmod(int(stamps[i]), 10**9)
+    for i in paced(tr.t, speed=0.5):                               # half speed: gentle on a shared machine
         o = Odometry()
-        o.header.stamp.sec, o.header.stamp.nanosec, o.header.frame_id = sec, nsec, 'world'
+        set_stamp(o.header, stamps[i])
+        o.header.frame_id = 'world'
         o.child_frame_id = 'payload'
         p, q = tr.p[i], tr.q[i]
         o.pose.pose.position.x, o.pose.pose.position.y, o.pose.pose.position.z = map(float, p)
@@ -69,14 +58,6 @@ def _publish(node: Node, rec) -> int:
     return int(stamps[-1])
 
 
-def _diag(listener: Listener, name: str) -> dict:
-    for arr in reversed(listener.get('/diagnostics')):
-        for st in arr.status:
-            if st.name == name:
-                return {'level': st.level, 'message': st.message, **{kv.key: kv.value for kv in st.values}}
-    return {}
-
-
 def test_live_node_equals_run_bag_on_the_gravity_drop(tmp_path, ros_context):
     rec = gravity_drop('M2')
     bag = write_bag(rec, tmp_path / 'm2')
@@ -91,7 +72,7 @@ def test_live_node_equals_run_bag_on_the_gravity_drop(tmp_path, ros_context):
             msgs = listener.get(TOPIC)
             return msgs and msgs[-1].samples_used == n_contact
         assert listener.wait_for(final, timeout=15.0), 'no estimate covering the whole record'
-        assert listener.wait_for(lambda: int(_diag(listener, 'multipoint_contact_estimator: input wrench')
+        assert listener.wait_for(lambda: int(listener.diag('multipoint_contact_estimator: input wrench')
                                              .get('received', 0)) >= len(rec.trajectory.t), timeout=5.0)
     finally:
         pub.destroy_node()
@@ -104,9 +85,9 @@ def test_live_node_equals_run_bag_on_the_gravity_drop(tmp_path, ros_context):
                                [TRUTH['stiffness'], TRUTH['damping'], TRUTH['friction']], rtol=1e-4)
     assert live.contact_count == len(live.contact_points) >= 6 and live.header.frame_id == 'world'
     np.linalg.cholesky(np.array(live.covariance).reshape(3, 3))
-    est = _diag(listener, 'multipoint_contact_estimator: estimate')
+    est = listener.diag('multipoint_contact_estimator: estimate')
     assert est['level'] == b'\x00' and est['valid'] == 'True', est
-    pipe = _diag(listener, 'multipoint_contact_estimator: pipeline')
+    pipe = listener.diag('multipoint_contact_estimator: pipeline')
     assert int(pipe['wrench_unpaired']) == 0, pipe
 
     result, _, _ = run_bag(str(bag), CONFIG, progress=False)
@@ -125,12 +106,9 @@ def test_live_node_equals_run_bag_on_the_gravity_drop(tmp_path, ros_context):
     ('moment_scale:=-1.0', "'moment_scale' = -1.0 is outside its range"),
 ])
 def test_wrong_parameter_stops_the_node_with_the_reason(override, reason):
-    proc = start_node('contact_estimation.multipoint.node', '--params-file', CONFIG, '-p', override)
-    try:
-        proc.wait(timeout=20)
-    finally:
-        out = stop(proc)
-    assert proc.returncode != 0 and reason in out, out
+    returncode, out = run_to_exit('contact_estimation.multipoint.node', '--params-file', CONFIG,
+                                  '-p', override)
+    assert returncode != 0 and reason in out, out
 
 
 def test_bad_input_is_counted_not_estimated(ros_context):
@@ -156,13 +134,14 @@ def test_bad_input_is_counted_not_estimated(ros_context):
             time.sleep(0.01)
 
         def counted():
-            d = _diag(listener, 'multipoint_contact_estimator: input wrench')
-            p = _diag(listener, 'multipoint_contact_estimator: input pose')
+            d = listener.diag('multipoint_contact_estimator: input wrench')
+            p = listener.diag('multipoint_contact_estimator: input pose')
             return (int(d.get('wrench.nonfinite', 0)) == 10 and int(d.get('wrench.zero_stamp', 0)) == 10
                     and int(p.get('pose.nonfinite', 0)) == 20)
-        assert listener.wait_for(counted, timeout=10.0), (_diag(listener, 'multipoint_contact_estimator: input wrench'),
-                                                          _diag(listener, 'multipoint_contact_estimator: input pose'))
-        assert _diag(listener, 'multipoint_contact_estimator: input wrench')['level'] == b'\x01'
+        assert listener.wait_for(counted, timeout=10.0), (
+            listener.diag('multipoint_contact_estimator: input wrench'),
+            listener.diag('multipoint_contact_estimator: input pose'))
+        assert listener.diag('multipoint_contact_estimator: input wrench')['level'] == b'\x01'
     finally:
         pub.destroy_node()
         stop(proc)

@@ -183,11 +183,11 @@ def test_flooded_node_accounts_for_every_sample(executor, monkeypatch):
         flood_s = time.perf_counter() - t0
 
         def settled():
-            v = _diag(listener, 'contact_estimator: input wrench')
-            d = _diag(listener, 'contact_estimator: input displacement')
+            v = listener.diag('contact_estimator: input wrench')
+            d = listener.diag('contact_estimator: input displacement')
             return v and d and v['pending'] == '0' and d['pending'] == '0' and v['age_s'] != 'inf' \
                 and float(v['age_s']) > 1.2
-        assert listener.wait_for(settled, timeout=20.0), _diag(listener, 'contact_estimator: input wrench')
+        assert listener.wait_for(settled, timeout=20.0), listener.diag('contact_estimator: input wrench')
     finally:
         node.destroy_node()
         log = stop(proc)
@@ -196,7 +196,7 @@ def test_flooded_node_accounts_for_every_sample(executor, monkeypatch):
             rclpy.shutdown()
     statuses = [st for arr in listener.get('/diagnostics') for st in arr.status]
     for name in ('wrench', 'displacement'):
-        v = _diag(listener, f'contact_estimator: input {name}')
+        v = listener.diag(f'contact_estimator: input {name}')
         received, accepted = int(v['received']), int(v['accepted'])
         dropped = {k.split('.', 1)[1]: int(x) for k, x in v.items() if k.startswith('dropped.')}
         after_callback = sum(x for k, x in dropped.items() if k != 'queue')
@@ -208,7 +208,7 @@ def test_flooded_node_accounts_for_every_sample(executor, monkeypatch):
             assert received + dropped['queue'] <= n, (n, v)
     assert any(st.level == b'\x01' and st.message.startswith('overload:') for st in statuses)
     assert 'overload:' in log                                             # the WARN log line
-    pipeline = _diag(listener, 'contact_estimator: pipeline')
+    pipeline = listener.diag('contact_estimator: pipeline')
     assert int(pipeline['deferred_updates']) > 0 and int(pipeline['wrench_buffer_high_water']) == 400
     estimates = listener.get('/contact_estimator/rls/estimate')
     assert estimates
@@ -217,11 +217,3 @@ def test_flooded_node_accounts_for_every_sample(executor, monkeypatch):
     last = estimates[-1]
     np.linalg.cholesky(np.array(last.covariance).reshape(2, 2))
     assert last.valid and abs(last.stiffness / sim.stiffness - 1) < 0.05, (last.stiffness, last.status)
-
-
-def _diag(listener, name: str) -> dict:
-    for arr in reversed(listener.get('/diagnostics')):
-        for st in arr.status:
-            if st.name == name:
-                return {'level': st.level, 'message': st.message, **{kv.key: kv.value for kv in st.values}}
-    return {}

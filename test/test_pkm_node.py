@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import time
 
 import numpy as np
 import pytest
@@ -24,7 +23,8 @@ from contact_dynamics_common.cli import run_bag  # noqa: E402
 from contact_dynamics_common.params import load_params_file  # noqa: E402
 from pkm_identification.simulate import make_record, truth_dict  # noqa: E402
 
-from ros_harness import ROOT, Listener, call_service, start_node, stop, wait_matched  # noqa: E402
+from ros_harness import (ROOT, Listener, call_service, paced, run_to_exit, set_stamp, start_node,  # noqa: E402
+                         stop, wait_matched)
 
 CONFIG = str(ROOT / 'config' / 'pkm_identifier.yaml')
 NAMES = [f'strut_{i}' for i in range(1, 7)]
@@ -64,22 +64,6 @@ def write_stream_bag(path, msgs):
     return path
 
 
-def _diag(listener: Listener, name: str) -> dict:
-    for arr in reversed(listener.get('/diagnostics')):
-        for st in arr.status:
-            if st.name == name:
-                return {'level': st.level, 'message': st.message, **{kv.key: kv.value for kv in st.values}}
-    return {}
-
-
-@pytest.fixture
-def ros_context():
-    rclpy.init()
-    yield
-    if rclpy.ok():
-        rclpy.shutdown()
-
-
 @pytest.mark.ros
 def test_live_node_converges_and_equals_run_bag(tmp_path, ros_context):
     msgs, bad, truth = corrupted_stream()
@@ -94,13 +78,10 @@ def test_live_node_converges_and_equals_run_bag(tmp_path, ros_context):
     try:
         pub = pub_node.create_publisher(JointState, '/joint_states', 1000)
         wait_matched([pub])
-        start = time.perf_counter()
-        for i, (ns, L, Ld, F) in enumerate(msgs):
-            delay = start + i * 1e-3 - time.perf_counter()
-            if delay > 0:
-                time.sleep(delay)
+        for i in paced(np.arange(len(msgs)) * 1e-3):
+            ns, L, Ld, F = msgs[i]
             m = JointState()
-            m.header.stamp.sec, m.header.stamp.nanosec = divmod(ns, 10 ** 9)
+            set_stamp(m.header, ns)
             m.name, m.position, m.velocity, m.effort = NAMES, L.tolist(), Ld.tolist(), F.tolist()
             pub.publish(m)
 
@@ -108,7 +89,7 @@ def test_live_node_converges_and_equals_run_bag(tmp_path, ros_context):
             p = listener.get('/pkm_identifier/parameters')
             return p and (p[-1].header.stamp.sec, p[-1].header.stamp.nanosec) == end_stamp
         assert listener.wait_for(done, timeout=10.0), 'no estimate covering the last samples arrived'
-        assert listener.wait_for(lambda: int(_diag(listener, 'pkm_identifier: input joint_states')
+        assert listener.wait_for(lambda: int(listener.diag('pkm_identifier: input joint_states')
                                              .get('received', 0)) >= len(msgs), timeout=5.0), 'messages lost'
         # services: save, set_active_set, freeze
         cli = pub_node.create_client(Trigger, '/pkm_identifier/save')
@@ -127,7 +108,7 @@ def test_live_node_converges_and_equals_run_bag(tmp_path, ros_context):
         rs = pub_node.create_client(Trigger, '/pkm_identifier/reset')
         assert rs.wait_for_service(timeout_sec=5.0)
         assert call_service(pub_node, rs, Trigger.Request()).success
-        assert listener.wait_for(lambda: _diag(listener, 'pkm_identifier: estimate').get('message')
+        assert listener.wait_for(lambda: listener.diag('pkm_identifier: estimate').get('message')
                                  == 'no estimate yet', timeout=5.0)
     finally:
         pub_node.destroy_node()
@@ -151,7 +132,7 @@ def test_live_node_converges_and_equals_run_bag(tmp_path, ros_context):
     np.testing.assert_allclose(last_off['covariance'], list(live.covariance), rtol=1e-6, atol=1e-15)
     assert last_off['flags'] == list(live.flags)
     # rejections counted the same way live and offline
-    d = _diag(listener, 'pkm_identifier: input joint_states')
+    d = listener.diag('pkm_identifier: input joint_states')
     assert int(d['joint_states.nonfinite']) == bad['nonfinite'], (d, log)
     assert int(d['joint_states.out_of_order']) == bad['out_of_order']
     st = offline.status['pkm_identifier']
@@ -171,18 +152,12 @@ def test_live_node_converges_and_equals_run_bag(tmp_path, ros_context):
 
 @pytest.mark.ros
 def test_wrong_parameter_or_machine_stops_the_node(ros_context):
-    proc = start_node('pkm_identification.node', '--params-file', CONFIG, '-p', 'measurement_std:=-1.0')
-    try:
-        proc.wait(timeout=20)
-    finally:
-        log = stop(proc)
-    assert proc.returncode == 2 and "parameter 'measurement_std' = -1.0 is outside its range" in log
-    proc = start_node('pkm_identification.node', '--params-file', CONFIG, '-p', 'machine:=no_such_machine')
-    try:
-        proc.wait(timeout=20)
-    finally:
-        log = stop(proc)
-    assert proc.returncode == 2 and 'no_such_machine' in log
+    returncode, log = run_to_exit('pkm_identification.node', '--params-file', CONFIG,
+                                  '-p', 'measurement_std:=-1.0')
+    assert returncode == 2 and "parameter 'measurement_std' = -1.0 is outside its range" in log
+    returncode, log = run_to_exit('pkm_identification.node', '--params-file', CONFIG,
+                                  '-p', 'machine:=no_such_machine')
+    assert returncode == 2 and 'no_such_machine' in log
 
 
 def test_documented_config_is_generated():

@@ -33,14 +33,6 @@ OUT = '/impact_indicator/impact_indicator'
 WHEELS = ['front_left', 'front_right']
 
 
-def _diag(listener, name):
-    for arr in reversed(listener.get('/diagnostics')):
-        for st in arr.status:
-            if st.name == name:
-                return {'level': st.level, 'message': st.message, **{kv.key: kv.value for kv in st.values}}
-    return {}
-
-
 def _js(node, names, pos, vel):
     m = JointState()
     m.header.stamp = node.get_clock().now().to_msg()
@@ -106,8 +98,8 @@ def test_t14_nodes_over_dds_match_offline_and_posture_service(rover):
             js.publish(_js(pub_node, ['elbow', 'wrist'], [0, 0], [0, 0]))
             od.publish(_odom(pub_node, q, v))
             time.sleep(0.05)
-        assert listener.wait_for(lambda: 'lacks joint' in _diag(listener, 'impact_indicator: indicator').get('message', ''), 10)
-        assert _diag(listener, 'impact_indicator: indicator')['level'] == b'\x02'
+        assert listener.wait_for(lambda: 'lacks joint' in listener.diag('impact_indicator: indicator').get('message', ''), 10)
+        assert listener.diag('impact_indicator: indicator')['level'] == b'\x02'
 
         def feed(vv, seconds, bad_vel=False, obstacle=None):
             end = time.monotonic() + seconds
@@ -136,16 +128,16 @@ def test_t14_nodes_over_dds_match_offline_and_posture_service(rover):
         assert msg.constraint_residual_energy > 1e-6
 
         feed(v, 0.5, bad_vel=True)                 # NaN velocities: dropped and counted
-        assert listener.wait_for(lambda: int(_diag(listener, 'impact_indicator: indicator').get('joint_nonfinite', 0)) > 0, 5)
+        assert listener.wait_for(lambda: int(listener.diag('impact_indicator: indicator').get('joint_nonfinite', 0)) > 0, 5)
         ob.publish(_obstacle(pub_node, np.pi / 2, distance=-0.3))       # behind the rover: rejected
-        assert listener.wait_for(lambda: 'behind' in _diag(listener, 'impact_indicator: inputs').get('message', ''), 5)
-        assert _diag(listener, 'impact_indicator: inputs')['level'] == b'\x01'
+        assert listener.wait_for(lambda: 'behind' in listener.diag('impact_indicator: inputs').get('message', ''), 5)
+        assert listener.diag('impact_indicator: inputs')['level'] == b'\x01'
         n1 = len(listener.get(OUT))
         time.sleep(1.5)                            # no input: stale state, no publication
         n2 = len(listener.get(OUT))
         time.sleep(1.0)
         assert len(listener.get(OUT)) == n2 and n2 <= n1 + 25
-        assert listener.wait_for(lambda: 'stale' in _diag(listener, 'impact_indicator: indicator').get('message', ''), 5)
+        assert listener.wait_for(lambda: 'stale' in listener.diag('impact_indicator: indicator').get('message', ''), 5)
         assert impact.poll() is None
 
         # posture service: T7 answers (model PR, main-body CoM height swept, free ground)
@@ -251,9 +243,9 @@ def test_robot_description_rebuilds_model_or_is_rejected(rover):
         od = pub_node.create_publisher(Odometry, '/odom', 10)
         wait_matched([desc, js, od], timeout=30)
         desc.publish(String(data=(ROOT / 'config' / 'rover_osr_like.urdf').read_text()))   # lacks PR joints
-        assert listener.wait_for(lambda: 'no joint' in _diag(listener, 'impact_indicator: robot_description')
+        assert listener.wait_for(lambda: 'no joint' in listener.diag('impact_indicator: robot_description')
                                  .get('message', ''), 15)
-        assert _diag(listener, 'impact_indicator: robot_description')['level'] == b'\x02'
+        assert listener.diag('impact_indicator: robot_description')['level'] == b'\x02'
         desc.publish(String(data=(ROOT / 'config' / 'rover_pr3d.urdf').read_text()))
         end = time.monotonic() + 3.0
         while time.monotonic() < end and not listener.get(OUT):
@@ -261,9 +253,9 @@ def test_robot_description_rebuilds_model_or_is_rejected(rover):
             od.publish(_odom(pub_node, q, v))
             time.sleep(0.05)
         assert listener.wait_for(lambda: len(listener.get(OUT)) > 0, 5)
-        assert listener.wait_for(lambda: 'latest robot_description' in _diag(
-            listener, 'impact_indicator: robot_description').get('message', ''), 5)
-        assert _diag(listener, 'impact_indicator: robot_description')['level'] == b'\x00'
+        assert listener.wait_for(lambda: 'latest robot_description' in listener.diag(
+            'impact_indicator: robot_description').get('message', ''), 5)
+        assert listener.diag('impact_indicator: robot_description')['level'] == b'\x00'
         assert node.poll() is None
     finally:
         pub_node.destroy_node()
