@@ -123,13 +123,13 @@ def adequacy_checks(est: ContactEstimate, samples: ContactSamples, alpha: float 
     # attenuation of least squares, spectral leakage of a frequency-domain method) carries a bias its own
     # sigma does not include: its variance becomes at least var_ref + d^2 (truth - theta = (truth - ref) +
     # (ref - theta))
-    ref, ref_cov = _reference(samples, X, F, model)
+    ref, ref_cov = _per_window(_reference, samples, est.model, X, F, model)
     if ref is None:
         ref, ref_cov = np.linalg.lstsq(Xs, F, rcond=None)[0] / scale, hac
     gap = np.where(used, est.values - ref, 0.0)
     var = np.maximum(var, np.diagonal(ref_cov) + gap ** 2)
     if not model.uses_acceleration:
-        om = _omitted_mass(samples, X, F, alpha)
+        om = _per_window(_omitted_mass, samples, (est.model, alpha), X, F, alpha)
         if not om.ok:
             shift = np.abs(np.asarray(om.details['shift']))
             aug_sigma = np.sqrt(np.maximum(np.diagonal(np.asarray(om.details['covariance_augmented'])), 0.0))
@@ -188,7 +188,19 @@ def with_checks(est: ContactEstimate, checks: list[trust.Check], covariance: np.
         summary['note'] = bad.reason
     extras = dict(est.extras, trust=summary)
     cov = est.covariance if covariance is None else covariance
-    return replace(est, valid=valid, reason=reason, covariance=cov, extras=extras)
+    return _changed(est, valid=valid, reason=reason, covariance=cov, extras=extras)
+
+
+def _changed(est: ContactEstimate, **changes) -> ContactEstimate:
+    """``dataclasses.replace`` of a ContactEstimate (no __post_init__, no slots) without re-running its
+    __init__: the live monitors change a few fields of every published estimate."""
+    if type(est) is not ContactEstimate:
+        return replace(est, **changes)
+    new = object.__new__(ContactEstimate)
+    fields = new.__dict__
+    fields.update(est.__dict__)
+    fields.update(changes)
+    return new
 
 
 class RecentSamples:
@@ -254,6 +266,8 @@ class TrustMonitor:
 
     def reset(self) -> None:
         self._history: deque = deque(maxlen=self.length)
+        self._ring: np.ndarray | None = None      # values | sigma of the last ``length`` observed, ring order
+        self._known = np.zeros(self.length, dtype=bool)     # ... and which of them have a known covariance
         self._count = 0
         self._verdict: trust.Check | None = None
         self._adequacy: list[trust.Check] = []
@@ -263,20 +277,51 @@ class TrustMonitor:
         if est.samples_used <= 0:
             return
         self._history.append(est)
+        self._remember(est)
         self._count += 1
         if self._count < self.min_reports:
             return
         due = self._count - self.min_reports
         if due % self.every == 0:
             settle = {} if not tracking(self.estimator) else {'min_tail': 10 ** 9}
-            self._verdict = convergence_check(self.estimator, list(self._history), rel_floor=LIVE_RESOLUTION,
-                                              **settle)
+            self._verdict = self._convergence(rel_floor=LIVE_RESOLUTION, **settle)
         if due % self.adequacy_every == 0:
             checks, honest = adequacy_checks(est, window())
             self._adequacy = [c for c in checks if not c.ok or c.reason != 'ok']
             own = np.sqrt(np.maximum(np.diagonal(est.covariance), 1e-300))
             factor = np.sqrt(np.maximum(np.diagonal(honest), 1e-300)) / own
             self._factor = factor if np.any(factor > 1.0) else None
+
+    def _remember(self, est: ContactEstimate) -> None:
+        """Keep the estimate's values and sigmas in the ring (what convergence_check would stack)."""
+        p = len(est.values)
+        if self._ring is None or self._ring.shape[1] != 2 * p or np.shape(est.covariance) != (p, p):
+            self._ring = None               # another shape: convergence_check on the history instead
+            if np.shape(est.covariance) != (p, p) or self._count:
+                return
+            self._ring = np.zeros((self.length, 2 * p))
+        slot = self._count % self.length
+        self._ring[slot, :p] = est.values
+        self._ring[slot, p:] = np.sqrt(np.diagonal(est.covariance))
+        self._known[slot] = bool(est.extras.get('covariance_known', True))
+
+    def _convergence(self, **kwargs) -> trust.Check | None:
+        """``convergence_check`` of the history, from the ring (the same arrays, not stacked again)."""
+        history = self._history
+        last = next((e for e in reversed(history) if e.extras.get('covariance_known', True)), None)
+        if self._ring is None or last is None or last.extras.get('reference') is not None \
+                or np.asarray(last.values).dtype != np.float64:
+            return convergence_check(self.estimator, list(history), **kwargs)
+        n = len(history)                  # the history holds the last n observed: ring slots count-n..count-1
+        order = np.arange(self._count - n, self._count) % self.length
+        rows = self._ring[order[self._known[order]]]
+        if len(rows) < 2:
+            return None
+        theta0, sigma0 = prior_of(self.estimator)
+        p = self._ring.shape[1] // 2
+        return trust.convergence(last.names, np.ascontiguousarray(rows[:, :p]), np.ascontiguousarray(rows[:, p:]),
+                                 initial=theta0, prior_sigma=sigma0,
+                                 check=last.identifiable or None, **kwargs)
 
     def review(self, est: ContactEstimate) -> ContactEstimate:
         if est.samples_used <= 0:
@@ -323,6 +368,22 @@ def _nis(est: ContactEstimate) -> trust.Check:
     note = (f'noise setting too low: mean NIS {nis.statistic:.3g} above its chi^2 band, '
             f'sigma inflated x{np.sqrt(nis.details["inflation"]):.2f}')
     return replace(nis, ok=True, reason=note, details=dict(nis.details, note=note))
+
+
+_WINDOW_MEMO: list[tuple] = []      # (samples object, function, key, result), newest last
+
+
+def _per_window(fn, samples: ContactSamples, key, *args):
+    """``fn(samples, *args)``, computed once per window object and ``key`` (the args follow from both):
+    the monitors of several estimators judge the same window, and the reference fit and the omitted-mass
+    test depend only on the samples and the model, not on the estimate."""
+    for obj, f, k, result in _WINDOW_MEMO:
+        if obj is samples and f is fn and k == key:
+            return result
+    result = fn(samples, *args)
+    _WINDOW_MEMO.append((samples, fn, key, result))
+    del _WINDOW_MEMO[:-8]
+    return result
 
 
 def _noise_lag(xd: np.ndarray) -> int:

@@ -514,6 +514,13 @@ class ContactPipeline:
         bounds = boundaries(self._monitored, len(samples))
         counts = np.union1d(used, bounds)
         index = {c: i for i, c in enumerate(counts.tolist())}
+        windows: dict[int, ContactSamples] = {}        # one window object per boundary, for every monitor
+
+        def window(c_b: int) -> ContactSamples:
+            if c_b not in windows:
+                windows[c_b] = self.recent.window(samples.slice(slice(0, c_b)))
+            return windows[c_b]
+
         out = []
         for name, est in self.estimators.items():
             if not len(counts):
@@ -526,8 +533,7 @@ class ContactPipeline:
             for c in used.tolist() + [len(samples) + 1]:
                 while b < len(bounds) and bounds[b] <= c:
                     c_b = int(bounds[b])
-                    monitor.observe(reports[index[c_b]],
-                                    lambda c_b=c_b: self.recent.window(samples.slice(slice(0, c_b))))
+                    monitor.observe(reports[index[c_b]], lambda c_b=c_b: window(c_b))
                     b += 1
                 if c <= len(samples):
                     reviewed.append(monitor.review(reports[index[c]]))

@@ -1,0 +1,169 @@
+"""The replay speed paths give the very same bytes and figures as the plain ones; an unusable metadata.yaml.
+
+* BagWriter's one-pack message path writes the same MCAP file, byte for byte, as mcap's own add_message.
+* trust.autocorrelation's memo of the last series returns what a fresh computation returns, at every lag,
+  and is not fooled by a series of the same length with other values.
+* the trust monitors' per-window memo (reference fit, omitted mass) gives the same checks as a cold run.
+* a bag whose metadata.yaml is not a mapping (or not YAML, or without rosbag2_bagfile_information) is read
+  with its metadata rebuilt in memory, the file left untouched; ``contact-dynamics info`` says so.
+"""
+from __future__ import annotations
+
+import hashlib
+import shutil
+
+import numpy as np
+import pytest
+
+from contact_dynamics_common import trust
+from contact_dynamics_common.bag import BagError, BagReader, BagWriter
+from contact_dynamics_common.cli import main
+from contact_estimation.single_point import assess
+from contact_estimation.single_point.estimate import ContactEstimate
+from contact_estimation.single_point.models import get_model
+from contact_estimation.single_point.samples import ContactSamples
+from contact_estimation.single_point.simulate import KelvinVoigt1Dof, write_bag
+
+
+def _write(path, fast: bool) -> str:
+    rng = np.random.default_rng(3)
+    w = BagWriter(path, chunk_size=4096)           # small chunks: many chunk ends inside the run
+    assert w._fast is not None                      # the installed mcap takes the fast path
+    if not fast:
+        w._fast = None
+    for i in range(2500):
+        w.write('/a' if i % 3 else '/b', 'std_msgs/msg/String', {'data': 'x' * int(rng.integers(0, 60))},
+                10_000 + int(rng.integers(0, 10 ** 7)))          # log times out of order too
+        if i % 7 == 0:
+            w.write_serialized('/c', 'std_msgs/msg/String', b'\x00\x01\x00\x00\x02\x00\x00\x00y\x00', 5 + i,
+                               publish_ns=3 * i)
+    w.close()
+    return hashlib.sha256(next(path.glob('*.mcap')).read_bytes()).hexdigest()
+
+
+def test_fast_message_path_writes_the_same_file(tmp_path):
+    assert _write(tmp_path / 'fast' / 'bag', True) == _write(tmp_path / 'plain' / 'bag', False)
+    reader = BagReader(tmp_path / 'fast' / 'bag')
+    assert sum(1 for _ in reader.raw_messages()) == 2500 + 358
+
+
+def _fresh_acf(x, lag):
+    trust._ACF_MEMO[0] = None
+    return trust.autocorrelation(x, lag)
+
+
+def test_autocorrelation_memo_equals_fresh():
+    rng = np.random.default_rng(0)
+    x = np.cumsum(rng.normal(size=1500))
+    for lag in (1, 7, 20, 500, 1499, 5000):
+        want = _fresh_acf(x, lag)
+        trust.autocorrelation(x, 3)                      # memo primed by another lag of the same series
+        got = trust.autocorrelation(x.copy(), lag)
+        assert got.shape == want.shape and np.array_equal(got, want)
+    y = x.copy()
+    y[700] += 1.0                                        # same length, other values: computed again
+    assert not np.array_equal(trust.autocorrelation(y, 20), _fresh_acf(x, 20))
+    assert np.array_equal(trust.autocorrelation(y, 20), _fresh_acf(y, 20))
+    got = trust.autocorrelation(x, 5)
+    got[:] = 99.0                                        # the caller's copy: the memo is not changed
+    assert np.array_equal(trust.autocorrelation(x, 5), _fresh_acf(x, 5))
+    assert np.array_equal(_fresh_acf(np.ones(50), 4), np.zeros(4))       # constant: no correlation
+    assert np.array_equal(trust.autocorrelation(np.ones(50), 4), np.zeros(4))
+
+
+def test_window_memo_gives_the_cold_checks():
+    rng = np.random.default_rng(1)
+    n = 2000
+    t = np.arange(n) * 1e-3
+    x = 2e-3 + 1e-3 * np.sin(2 * np.pi * 3 * t)
+    xd = np.gradient(x, t) + rng.normal(0, 1e-4, n)
+    xdd = np.gradient(xd, t)
+    force = 4800 * x + 200 * xd + 0.5 * xdd + rng.normal(0, 0.2, n)     # a mass the model leaves out
+    s = ContactSamples.make(t, force, x, xd)
+
+    def est(k):
+        return ContactEstimate(algorithm='rls', model='kelvin_voigt', names=('stiffness', 'damping'),
+                               values=np.array([k, 200.0]), covariance=np.diag([1.0, 0.01]), valid=True,
+                               identifiable=(True, True), samples_used=n)
+    assess._WINDOW_MEMO.clear()
+    warm = [assess.adequacy_checks(est(k), s) for k in (4800.0, 4790.0)]     # second: memo hits
+    cold = []
+    for k in (4800.0, 4790.0):
+        assess._WINDOW_MEMO.clear()
+        trust._ACF_MEMO[0] = None
+        cold.append(assess.adequacy_checks(est(k), s))
+    for (wc, wcov), (cc, ccov) in zip(warm, cold):
+        assert np.array_equal(wcov, ccov)
+        assert [(c.kind, c.ok, c.reason, c.statistic, c.p_value) for c in wc] == \
+            [(c.kind, c.ok, c.reason, c.statistic, c.p_value) for c in cc]
+    assert any(c.kind == 'omitted_regressor' for c in warm[0][0])
+
+
+@pytest.fixture(scope='module')
+def small_bag(tmp_path_factory):
+    return write_bag(KelvinVoigt1Dof(duration=3.0, rate=200.0), tmp_path_factory.mktemp('meta') / 'bag')
+
+
+@pytest.mark.parametrize('text, why', [('just a string\n', 'not a mapping but str'),
+                                       ('- a\n- list\n', 'not a mapping but list'),
+                                       ('', 'not a mapping but empty'),
+                                       ('key: [unclosed\n', 'not valid YAML'),
+                                       ('other: {a: 1}\n', 'no rosbag2_bagfile_information mapping'),
+                                       ('rosbag2_bagfile_information: text\n',
+                                        'no rosbag2_bagfile_information mapping')])
+def test_unusable_metadata_is_rebuilt_in_memory(small_bag, tmp_path, capsys, text, why):
+    bag = tmp_path / 'bag'
+    shutil.copytree(small_bag, bag)
+    (bag / 'metadata.yaml').write_text(text)
+    good = BagReader(small_bag)
+    reader = BagReader(bag)
+    assert reader.metadata_source.startswith(f'metadata.yaml unusable ({why}')
+    assert 'kept in memory' in reader.metadata_source
+    assert (bag / 'metadata.yaml').read_text() == text                  # the user's file is left alone
+    assert reader.topics == good.topics
+    assert reader.info['message_count'] == good.info['message_count']
+    assert main(['info', str(bag)]) == 0
+    out = capsys.readouterr().out
+    assert 'metadata.yaml unusable' in out and '/wrench' in out
+
+
+def test_unusable_metadata_without_data_files_is_a_clear_error(tmp_path):
+    bag = tmp_path / 'bag'
+    bag.mkdir()
+    (bag / 'metadata.yaml').write_text('just a string\n')
+    with pytest.raises(BagError, match='not a mapping but str.*no .mcap or .db3 file'):
+        BagReader(bag)
+
+
+class _Rls:
+    """What the monitor asks of an estimator (prior, forgetting): a tracking RLS."""
+    initial = {'stiffness': 1000.0, 'damping': 0.0}
+    p0 = 1e6
+    scales = np.array([1e-3, 1e-2])
+    lam = 0.999
+    model = get_model('kelvin_voigt')
+
+
+@pytest.mark.parametrize('drift', [0.0, 30.0])
+def test_monitor_convergence_ring_equals_stacked_history(drift):
+    rng = np.random.default_rng(int(drift))
+    monitor = assess.TrustMonitor(_Rls(), length=20, min_reports=3, every=1, adequacy_every=10 ** 6)
+    reasons = set()
+    for i in range(70):
+        known = i % 11 != 4                               # a few estimates without a covariance
+        k = 4800.0 + drift * i + rng.normal(0, 5.0) + (40.0 * (-1) ** i if i > 50 else 0.0)
+        est = ContactEstimate(algorithm='rls', model='kelvin_voigt', names=('stiffness', 'damping'),
+                              values=np.array([k, 200.0 + rng.normal(0, 1.0)]),
+                              covariance=np.diag([rng.uniform(1, 30), rng.uniform(0.1, 2)]), valid=True,
+                              identifiable=(True, i % 13 != 0), samples_used=100 * (i + 1),
+                              extras={} if known else {'covariance_known': False})
+        monitor.observe(est, lambda: ContactSamples.make([], [], [], []))
+        for kwargs in ({'rel_floor': assess.LIVE_RESOLUTION}, {'rel_floor': 1e-4, 'min_tail': 4}):
+            ring = monitor._convergence(**kwargs)
+            stacked = assess.convergence_check(monitor.estimator, list(monitor._history), **kwargs)
+            assert (ring is None) == (stacked is None)
+            if ring is not None:
+                assert (ring.ok, ring.reason, repr(ring.details)) == (stacked.ok, stacked.reason,
+                                                                       repr(stacked.details))
+                reasons.add(ring.reason.split(':')[0])
+    assert len(reasons) >= 2                              # passes and failures both compared
