@@ -13,34 +13,16 @@ Every ROS process runs with ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST and a privat
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from contact_dynamics_common.ros_env import apply_isolated_ros_env  # noqa: E402
-
-ENV = apply_isolated_ros_env()
-
-import rclpy  # noqa: E402
-from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
-from rclpy.node import Node  # noqa: E402
+from _common import ROOT, play_to_node
 
 from contact_dynamics.msg import ImpedanceProfile  # noqa: E402
 from contact_estimation.impedance import scenarios as sc  # noqa: E402
 from contact_estimation.impedance.simulate import write_bag  # noqa: E402
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
 
 
 def main() -> int:
@@ -54,37 +36,13 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix='bench_impedance_'))
     rec = sc.simulate('S2', duration=args.duration, rate=args.rate, seed=1)
     bag = write_bag(rec, tmp / 'bag', wrench=args.force_source == 'wrench', imu=args.imu)
-    node = subprocess.Popen([sys.executable, '-m', 'contact_estimation.impedance.node', '--ros-args',
-                             '--params-file', str(ROOT / 'config' / 'impedance_profiler.yaml'),
-                             '-p', f'force_source:={args.force_source}',
-                             '-p', f"acceleration_source:={'imu' if args.imu else 'differentiate'}",
-                             '-p', f'publish_rate:={args.publish_rate}'], env=ENV)
-    rclpy.init()
-    listener = Node('bench_listener')
-    diags, profiles = [], []
-    listener.create_subscription(DiagnosticArray, '/diagnostics', diags.append, 10)
-    listener.create_subscription(ImpedanceProfile, '/impedance_profiler/profile', profiles.append, 10)
-    try:
-        deadline = time.monotonic() + 15
-        while not diags and time.monotonic() < deadline:
-            rclpy.spin_once(listener, timeout_sec=0.1)
-        player = subprocess.Popen([sys.executable, '-m', 'contact_dynamics_common.play', str(bag),
-                                   '--wait-for-subscribers', '10', '--clock-hz', '0', '--no-progress'],
-                                  env=ENV)
-        cpu0, wall0 = cpu_seconds(node.pid), time.monotonic()
-        while player.poll() is None:
-            rclpy.spin_once(listener, timeout_sec=0.05)
-        cpu1, wall1 = cpu_seconds(node.pid), time.monotonic()
-        end = time.monotonic() + 2.5
-        while time.monotonic() < end:
-            rclpy.spin_once(listener, timeout_sec=0.05)
-    finally:
-        node.send_signal(2)
-        node.wait(timeout=10)
-    values = {}
-    for arr in diags:
-        for st in arr.status:
-            values[st.name] = {kv.key: kv.value for kv in st.values}
+    run = play_to_node('contact_estimation.impedance.node',
+                       ['--params-file', str(ROOT / 'config' / 'impedance_profiler.yaml'),
+                        '-p', f'force_source:={args.force_source}',
+                        '-p', f"acceleration_source:={'imu' if args.imu else 'differentiate'}",
+                        '-p', f'publish_rate:={args.publish_rate}'], bag,
+                       {'/impedance_profiler/profile': ImpedanceProfile})
+    values, profiles = run.statuses, run.messages['/impedance_profiler/profile']
     j = values.get('impedance_profiler: input joint_states', {})
     w = values.get('impedance_profiler: input wrench', {})
     imu = values.get('impedance_profiler: input imu', {})
@@ -103,7 +61,7 @@ def main() -> int:
           f"per timer update ({p.get('updates')} updates); per sample p50 "
           f"{float(p.get('update_us_per_sample_p50', 0)):.2f} us, "
           f"p99 {float(p.get('update_us_per_sample_p99', 0)):.2f} us")
-    print(f'node CPU share while playing: {(cpu1 - cpu0) / (wall1 - wall0):.1%} of one core')
+    print(f'node CPU share while playing: {run.cpu_share:.1%} of one core')
     if profiles:
         last = profiles[-1]
         k = np.array([last.stiffness_pos, last.stiffness_neg])
@@ -113,8 +71,6 @@ def main() -> int:
               + ' '.join(f'{v:.0f}' for v in last.stiffness_pos)
               + ' N/m; max |k/k_true - 1| outside the kink '
               + f'{np.nanmax(np.abs(k[:, free] / kt[:, free] - 1)):.2%}')
-    listener.destroy_node()
-    rclpy.shutdown()
     return 0
 
 

@@ -12,31 +12,14 @@ Every ROS process runs with ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST and a privat
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from contact_dynamics_common.ros_env import apply_isolated_ros_env  # noqa: E402
-
-ENV = apply_isolated_ros_env()
-
-import rclpy  # noqa: E402
-from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
-from rclpy.node import Node  # noqa: E402
+from _common import ROOT, play_to_node
 
 from contact_dynamics.msg import ContactEstimate  # noqa: E402
 from contact_estimation.single_point.simulate import KelvinVoigt1Dof, write_bag  # noqa: E402
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
 
 
 def main() -> int:
@@ -49,36 +32,13 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix='bench_node_'))
     bag = write_bag(KelvinVoigt1Dof(duration=args.duration, rate=args.rate), tmp / 'bag')
     algos = '[' + ','.join(args.algorithms) + ']'
-    node = subprocess.Popen([sys.executable, '-m', 'contact_estimation.single_point.node', '--ros-args', '--params-file',
-                             str(ROOT / 'config' / 'contact_estimator.yaml'), '-p', f'algorithms:={algos}',
-                             '-p', f'publish_rate:={args.publish_rate}'], env=ENV)
-    rclpy.init()
-    listener = Node('bench_listener')
-    diags, estimates = [], {}
-    listener.create_subscription(DiagnosticArray, '/diagnostics', diags.append, 10)
-    for a in args.algorithms:
-        listener.create_subscription(ContactEstimate, f'/contact_estimator/{a}/estimate',
-                                     lambda m, a=a: estimates.__setitem__(a, m), 10)
-    try:
-        deadline = time.monotonic() + 15
-        while not diags and time.monotonic() < deadline:
-            rclpy.spin_once(listener, timeout_sec=0.1)
-        player = subprocess.Popen([sys.executable, '-m', 'contact_dynamics_common.play', str(bag),
-                                   '--wait-for-subscribers', '10', '--clock-hz', '0', '--no-progress'], env=ENV)
-        cpu0, wall0 = cpu_seconds(node.pid), time.monotonic()
-        while player.poll() is None:
-            rclpy.spin_once(listener, timeout_sec=0.05)
-        cpu1, wall1 = cpu_seconds(node.pid), time.monotonic()
-        end = time.monotonic() + 2.5
-        while time.monotonic() < end:
-            rclpy.spin_once(listener, timeout_sec=0.05)
-    finally:
-        node.send_signal(2)
-        node.wait(timeout=10)
-    values = {}
-    for arr in diags:
-        for st in arr.status:
-            values[st.name] = {kv.key: kv.value for kv in st.values}
+    run = play_to_node('contact_estimation.single_point.node',
+                       ['--params-file', str(ROOT / 'config' / 'contact_estimator.yaml'),
+                        '-p', f'algorithms:={algos}', '-p', f'publish_rate:={args.publish_rate}'], bag,
+                       {f'/contact_estimator/{a}/estimate': ContactEstimate for a in args.algorithms})
+    estimates = {a: run.messages[f'/contact_estimator/{a}/estimate'][-1] for a in args.algorithms
+                 if run.messages[f'/contact_estimator/{a}/estimate']}
+    values = run.statuses
     w = values.get('contact_estimator: input wrench', {})
     d = values.get('contact_estimator: input displacement', {})
     p = values.get('contact_estimator: pipeline', {})
@@ -90,11 +50,9 @@ def main() -> int:
           f"{d.get('received')} / {n} joint states")
     print(f"update cost: p50 {float(p.get('update_ms_p50', 0)):.3f} ms, p99 {float(p.get('update_ms_p99', 0)):.3f} ms, "
           f"max {float(p.get('update_ms_max', 0)):.3f} ms over {p.get('updates')} updates")
-    print(f'node CPU share while playing: {(cpu1 - cpu0) / (wall1 - wall0):.1%} of one core')
+    print(f'node CPU share while playing: {run.cpu_share:.1%} of one core')
     for a, m in sorted(estimates.items()):
         print(f'final {a}: k = {m.stiffness:.2f} N/m, b = {m.damping:.3f} N*s/m, valid = {m.valid} ({m.status})')
-    listener.destroy_node()
-    rclpy.shutdown()
     return 0
 
 

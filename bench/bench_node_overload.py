@@ -24,8 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from _common import ROOT, latest_statuses
 
 from contact_dynamics_common.ros_env import apply_isolated_ros_env  # noqa: E402
 
@@ -125,7 +124,7 @@ def main() -> int:
         deadline = time.monotonic() + 20
         while not diags and time.monotonic() < deadline:
             executor.spin_once(timeout_sec=0.1)
-        before = _values(diags)
+        before = latest_statuses(diags)
         for rate in args.rates:
             out = tmp / f'pub_{int(rate)}.txt'
             # a fresh estimator per rate: the differentiator's half window (in samples) is fixed from the first
@@ -142,11 +141,11 @@ def main() -> int:
             n_diag = len(diags)
             while time.monotonic() < settle_until:                  # backlog worked off, a fresh report
                 executor.spin_once(timeout_sec=0.05)
-                v = _values(diags)
+                v = latest_statuses(diags)
                 w = v.get('contact_estimator: input wrench', {})
                 if len(diags) > n_diag + 1 and w.get('pending') == '0':
                     break
-            after = _values(diags)
+            after = latest_statuses(diags)
             n, elapsed = open(out).read().split()
             rows.append(_row(rate, int(n), float(elapsed), b1['wrench'] - b0['wrench'], b1['joint'] - b0['joint'],
                              before, after, estimates[-1] if estimates else None))
@@ -174,14 +173,6 @@ def main() -> int:
     for r in rows:
         print(r)
     return 0
-
-
-def _values(diags: list) -> dict:
-    out: dict = {}
-    for arr in diags:
-        for st in arr.status:
-            out[st.name] = {'level': st.level, 'message': st.message, **{kv.key: kv.value for kv in st.values}}
-    return out
 
 
 def _row(rate, n, elapsed, bare_w, bare_j, before, after, est) -> str:

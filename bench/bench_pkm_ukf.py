@@ -17,17 +17,13 @@ Every ROS process runs with ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST and a privat
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from _common import ROOT, play_to_node
 
 from pkm_identification import dynamics as D  # noqa: E402
 from pkm_identification import records as RC  # noqa: E402
@@ -98,57 +94,22 @@ def bench_soak(n: int) -> None:
           f'(expected non-finite {int((nan_z | nan_x).sum())})')
 
 
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
-
-
 def bench_node(rate: float, duration: float) -> None:
-    from contact_dynamics_common.ros_env import apply_isolated_ros_env
-    env = apply_isolated_ros_env()
-    import rclpy
-    from diagnostic_msgs.msg import DiagnosticArray
-    from rclpy.node import Node
-
     from pkm_identification.simulate import make_record, write_bag
     tmp = Path(tempfile.mkdtemp(prefix='bench_pkm_'))
     _, rec = make_record('uf_like', 'multisine', duration, rate)
     bag = write_bag(tmp / 'bag', rec)
-    node = subprocess.Popen([sys.executable, '-m', 'pkm_identification.node', '--ros-args', '--params-file',
-                             str(ROOT / 'config' / 'pkm_identifier.yaml')], env=env)
-    rclpy.init()
-    listener = Node('bench_pkm_listener')
-    diags = []
-    listener.create_subscription(DiagnosticArray, '/diagnostics', diags.append, 10)
-    try:
-        deadline = time.monotonic() + 15
-        while not diags and time.monotonic() < deadline:
-            rclpy.spin_once(listener, timeout_sec=0.1)
-        player = subprocess.Popen([sys.executable, '-m', 'contact_dynamics_common.play', str(bag),
-                                   '--wait-for-subscribers', '10', '--clock-hz', '0', '--no-progress'], env=env)
-        cpu0, wall0 = cpu_seconds(node.pid), time.monotonic()
-        while player.poll() is None:
-            rclpy.spin_once(listener, timeout_sec=0.05)
-        cpu1, wall1 = cpu_seconds(node.pid), time.monotonic()
-        end = time.monotonic() + 2.5
-        while time.monotonic() < end:
-            rclpy.spin_once(listener, timeout_sec=0.05)
-    finally:
-        node.send_signal(2)
-        node.wait(timeout=10)
-    values = {}
-    for arr in diags:
-        for st in arr.status:
-            values[st.name] = {'message': st.message, **{kv.key: kv.value for kv in st.values}}
+    run = play_to_node('pkm_identification.node',
+                       ['--params-file', str(ROOT / 'config' / 'pkm_identifier.yaml')], bag,
+                       listener_name='bench_pkm_listener')
+    values = run.statuses
     i = values.get('pkm_identifier: input joint_states', {})
     e = values.get('pkm_identifier: estimate', {})
     n = len(rec.t)
     print(f'node: {rate:g} Hz JointState for {duration:g} s: received {i.get("received")} / {n}, '
           f'{i.get("samples_used")} used, achieved rate {float(i.get("rate_hz", 0)):.0f} Hz (last window); '
           f'update p50 {float(e.get("update_ms_p50", 0)):.2f} ms p99 {float(e.get("update_ms_p99", 0)):.2f} ms; '
-          f'node CPU {(cpu1 - cpu0) / (wall1 - wall0):.0%} of one core; estimate: {e.get("message")}')
-    listener.destroy_node()
-    rclpy.shutdown()
+          f'node CPU {run.cpu_share:.0%} of one core; estimate: {e.get("message")}')
 
 
 def main() -> int:
