@@ -77,11 +77,16 @@ def make_filter(theta0, P0=None, R_e=0.01, m: int = 6, alpha=1e-3, beta=2.0, kap
 def identify(m: Machine, rec: Record, *, friction: bool = False, friction_model: str = 'continuous',
              theta0=None, rel0: float = 0.8, P0=None, R_e: float = 0.01, model: str = 'force', window: int = 1,
              order: str = 'original', spread: int = 10, epochs: int = 1, seed: int = 0, history_every: int = 10,
-             active=None, ukf: ParameterUKF | None = None, lowpass_hz: float | None = None, **ukf_kw) -> Result:
+             active=None, ukf: ParameterUKF | None = None, lowpass_hz: float | None = None, state_noise=None,
+             **ukf_kw) -> Result:
     """Run the parameter UKF over a record and return the estimate with flags and history.
 
     ``lowpass_hz``: zero-phase Butterworth (order 8) applied alike to the regressor rows and the measured
     forces (the model is linear, so filtered F = filtered(Y) theta holds exactly without noise).
+    ``state_noise``: (3, 6) standard deviations of the (q, qd, qdd) noise (e.g. ``eiv.uniform_noise_std``).
+    Force model only: each sample's measurement covariance becomes the errors-in-variables covariance
+    R_k = R_e I + G_k diag(sigma^2) G_k^T (:mod:`pkm_identification.eiv`, G_k at theta_0), with R_e the
+    force-measurement variance. Not combined with ``lowpass_hz`` (R_k assumes white, unfiltered state noise).
     """
     names = names_for(friction)
     if theta0 is None:
@@ -96,6 +101,13 @@ def identify(m: Machine, rec: Record, *, friction: bool = False, friction_model:
                                   friction_model=friction_model)
     else:
         raise ValueError(f"model '{model}' is not force or energy")
+    Rk = None
+    if state_noise is not None:
+        if model != 'force' or lowpass_hz:
+            raise ValueError('state_noise weighting needs the force model without lowpass_hz')
+        from .eiv import equation_error_cov
+        Rk = equation_error_cov(m, theta0, rec.q, rec.qd, rec.qdd, state_noise, force_var=R_e, friction=friction,
+                                friction_model=friction_model)
     if lowpass_hz:
         fs = 1.0 / float(rec.t[1] - rec.t[0]) / (window if model == 'energy' else 1)
         X, Z = zero_phase_lowpass(X, fs, lowpass_hz), zero_phase_lowpass(Z, fs, lowpass_hz)
@@ -109,7 +121,7 @@ def identify(m: Machine, rec: Record, *, friction: bool = False, friction_model:
     dt = (rec.t[1] - rec.t[0]) * (window if model == 'energy' else 1)
     for ep in range(epochs):
         for k in sample_order(len(Z), order, spread, seed + ep):
-            f.update(Z[k], X[k])
+            f.update(Z[k], X[k], None if Rk is None else Rk[k])
             step += 1
             if history_every and step % history_every == 0:
                 hist_t.append(step * dt)

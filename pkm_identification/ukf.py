@@ -175,13 +175,16 @@ class ParameterUKF:
             t = t - corr
         return t
 
-    def update(self, z, x) -> np.ndarray:
-        """One measurement per filter: z (m,) or (B, m); x is passed to hx. Returns the accepted mask (B,)."""
-        if self.B == 1 and self.process != 'robbins_monro':
-            return self._update_one(z, x)
-        return self._update_batch(z, x)
+    def update(self, z, x, R=None) -> np.ndarray:
+        """One measurement per filter: z (m,) or (B, m); x is passed to hx. Returns the accepted mask (B,).
 
-    def _update_one(self, z, x) -> np.ndarray:
+        ``R``: this sample's measurement covariance (m, m) in place of R^e (e.g. the errors-in-variables
+        covariance of :mod:`pkm_identification.eiv`); it must be symmetric positive definite."""
+        if self.B == 1 and self.process != 'robbins_monro':
+            return self._update_one(z, x, R)
+        return self._update_batch(z, x, R)
+
+    def _update_one(self, z, x, R=None) -> np.ndarray:
         """The same recursion as ``_update_batch`` for a single filter with 2-D arrays (fewer numpy calls)."""
         z = np.asarray(z, dtype=float).ravel()
         xs = x.sum() if isinstance(x, np.ndarray) else 0.0
@@ -214,7 +217,7 @@ class ParameterUKF:
         d_hat = self.Wm @ D
         dD = D - d_hat
         dDw = dD * self._wc_col
-        Pdd = dD.T @ dDw + self.R
+        Pdd = dD.T @ dDw + (self.R if R is None else R)
         Pwd = sig.T @ dDw
         nu = z - d_hat
         _, sol, info = _dposv(Pdd, np.concatenate((Pwd.T, nu[:, None]), axis=1))
@@ -246,7 +249,7 @@ class ParameterUKF:
         self.counts['updates'] += 1
         return _TRUE
 
-    def _update_batch(self, z, x) -> np.ndarray:
+    def _update_batch(self, z, x, R=None) -> np.ndarray:
         z = np.asarray(z, float).reshape(self.B, -1)
         ok = np.isfinite(z).all(axis=1)
         if isinstance(x, np.ndarray):
@@ -271,7 +274,7 @@ class ParameterUKF:
             d_hat = np.einsum('s,bsm->bm', self.Wm, D)
             dD = D - d_hat[:, None, :]
             dDw = dD * self.Wc[None, :, None]
-            Pdd = np.swapaxes(dDw, 1, 2) @ dD + self.R
+            Pdd = np.swapaxes(dDw, 1, 2) @ dD + (self.R if R is None else R)
             Pwd = np.swapaxes(S, 1, 2) @ dDw
             nu = np.where(ok[:, None], z, d_hat) - d_hat
             sol = np.linalg.solve(Pdd, np.concatenate([np.swapaxes(Pwd, 1, 2), nu[..., None]], axis=2))
