@@ -12,21 +12,20 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from mcap.records import Channel, Schema, Statistics
+from mcap.records import Channel, Schema
 from mcap.summary import Summary
 
 from .bag import BagError, Damage, _Piece
-from .bag_sqlite import _definition
+from .bag_storage import SummaryFile, definition, file_size, piece, statistics
 
 BATCH = 1 << 16            # messages per piece
 
 
-class Bag1File:
+class Bag1File(SummaryFile):
     """One ROS 1 bag file, read-only, with the surface of ``bag._McapFile``."""
 
     storage = 'rosbag1'
@@ -35,9 +34,7 @@ class Bag1File:
     def __init__(self, path: Path, recover: bool = True) -> None:
         from rosbags.rosbag1 import Reader, ReaderError
         self.path = path
-        if not path.is_file():
-            raise FileNotFoundError(2, 'bag file not found', str(path))
-        self.size = path.stat().st_size
+        self.size = file_size(path)
         self.recover = recover
         self.damage: dict[int, Damage] = {}
         self.rosbag2_info = None
@@ -74,7 +71,7 @@ class Bag1File:
                 schema_ids[conn.msgtype] = len(schema_ids) + 1
                 self.summary.schemas[schema_ids[conn.msgtype]] = Schema(
                     id=schema_ids[conn.msgtype], name=conn.msgtype, encoding='ros2msg',
-                    data=_definition(conn.msgtype, ''))
+                    data=definition(conn.msgtype, ''))
             latched = bool(getattr(conn.ext, 'latching', 0))
             qos = ('- {history: keep_last, depth: 1, reliability: reliable, durability: transient_local}'
                    if latched else '')
@@ -92,13 +89,9 @@ class Bag1File:
                                     lost_messages=sum(len(self._reader.indexes[c.id])
                                                       for c in self._reader.connections
                                                       if c.id not in self._convert))
-        self.summary.statistics = Statistics(
-            message_count=sum(counts.values()), schema_count=len(self.summary.schemas),
-            channel_count=len(self.summary.channels), attachment_count=0, metadata_count=0, chunk_count=0,
-            message_start_time=times[0] if times else 0, message_end_time=times[1] if times else 0,
-            channel_message_counts=counts)
-        self.topics = {c.topic: self.summary.schemas[c.schema_id].name
-                       for c in self.summary.channels.values()}
+        self.summary.statistics = statistics(self.summary, counts, times[0] if times else 0,
+                                             times[1] if times else 0)
+        self.topics = self.topic_types()
 
     def __getstate__(self) -> dict[str, Any]:
         return {'path': self.path, 'recover': self.recover}
@@ -106,17 +99,7 @@ class Bag1File:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state['path'], state['recover'])
 
-    # ---- same surface as bag._McapFile
-    def schema(self, channel_id: int) -> Schema:
-        return self.summary.schemas[self.summary.channels[channel_id].schema_id]
-
-    def channel_ids(self, topics: Iterable[str] | None) -> set[int]:
-        wanted = None if topics is None else set(topics)
-        return {c.id for c in self.summary.channels.values() if wanted is None or c.topic in wanted}
-
-    def lost_by_channel(self) -> dict[int, int]:
-        return {}
-
+    # ---- same surface as bag._McapFile (channel look-ups: SummaryFile)
     def verify(self) -> None:
         """Nothing beyond what opening checked (rosbags reads the index and the connection records)."""
 
@@ -137,26 +120,16 @@ class Bag1File:
         for row in self._messages(channel_ids):
             batch.append(row)
             if len(batch) == BATCH:
-                yield _piece(batch)
+                yield piece(*zip(*batch))
                 batch = []
         if batch:
-            yield _piece(batch)
-
-    def collect(self, channel_ids: set[int]) -> list[_Piece]:
-        return list(self.iter_pieces(channel_ids))
+            yield piece(*zip(*batch))
 
     def iter_raw(self, topics: list[str] | None) -> Iterator[tuple[str, str, int, bytes]]:
         cids = self.channel_ids(topics)
-        meta = {cid: (self.summary.channels[cid].topic, self.schema(cid).name) for cid in cids}
+        meta = self.channel_meta(cids)
         for cid, t, payload in self._messages(cids):
             yield (*meta[cid], t, payload)
 
     def close(self) -> None:
         self._reader.close()
-
-
-def _piece(rows: list[tuple[int, int, bytes]]) -> _Piece:
-    cids, stamps, payloads = zip(*rows)
-    size = np.fromiter(map(len, payloads), dtype=np.int64, count=len(payloads))
-    return _Piece(b''.join(payloads), np.array(stamps, dtype=np.int64), np.cumsum(size) - size, size,
-                  np.array(cids, dtype=np.int64))

@@ -20,40 +20,23 @@ import shutil
 import sqlite3
 import struct
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import yaml
 import zstandard
-from mcap.records import Channel, ChunkIndex, Schema, Statistics
+from mcap.records import Channel, ChunkIndex, Schema
 from mcap.summary import Summary
 
-from . import msgdefs
 from .bag import BagError, Damage, _Piece
+from .bag_storage import SummaryFile, definition, file_size, piece, statistics
 
 BATCH = 1 << 16            # rows per piece
 _ZSTD_MAGIC = b'\x28\xb5\x2f\xfd'
 
 
-def _definition(type_name: str, recorded: str) -> bytes:
-    """ros2msg definition text of a type: the recorded one, else the installed one, else rosbags'."""
-    if recorded.strip():
-        return recorded.encode()
-    try:
-        return msgdefs.msgdef(type_name).encode()
-    except Exception:                                       # noqa: BLE001  (not installed: ask rosbags)
-        pass
-    try:
-        from rosbags.typesys import Stores, get_typestore
-        text, _ = get_typestore(Stores.ROS2_KILTED).generate_msgdef(type_name, ros_version=2)
-        return text.encode()
-    except Exception:                                       # noqa: BLE001
-        return b''
-
-
-class Db3File:
+class Db3File(SummaryFile):
     """One sqlite3 file of a rosbag2 bag, read-only."""
 
     storage = 'sqlite3'
@@ -61,12 +44,10 @@ class Db3File:
 
     def __init__(self, path: Path, recover: bool = True) -> None:
         self.path = path
-        if not path.is_file():
-            raise FileNotFoundError(2, 'bag file not found', str(path))
+        self.size = file_size(path)
         if path.name.endswith(('.zstd', '.zst')):
             raise BagError(f'{path}: a file-compressed rosbag2 bag; decompress it first '
                            f'(zstd -d {path.name})')
-        self.size = path.stat().st_size
         self.recover = recover
         self.damage: dict[int, Damage] = {}
         self._decompress = zstandard.ZstdDecompressor()
@@ -85,8 +66,7 @@ class Db3File:
             finally:                          # sqlite keeps its descriptor: the name can go now
                 if self._tmp is not None:
                     self._tmp.unlink(missing_ok=True)
-        self.topics = {c.topic: self.summary.schemas[c.schema_id].name
-                       for c in self.summary.channels.values()}
+        self.topics = self.topic_types()
 
     def _open(self, path: Path, damaged: Exception | None = None) -> None:
         self._db = self._connect(path)
@@ -161,7 +141,7 @@ class Db3File:
                 schema_ids[type_name] = len(schema_ids) + 1
                 summary.schemas[schema_ids[type_name]] = Schema(
                     id=schema_ids[type_name], name=type_name, encoding='ros2msg',
-                    data=_definition(type_name, defs.get(type_name, '')))
+                    data=definition(type_name, defs.get(type_name, '')))
             if fmt != 'cdr':
                 raise BagError(f'{self.path}: topic {name} is serialized as {fmt!r}, not cdr')
             summary.channels[tid] = Channel(id=tid, topic=name, message_encoding='cdr',
@@ -189,11 +169,7 @@ class Db3File:
         orphans = set(counts) - set(summary.channels)
         if orphans:
             raise BagError(f'{self.path}: messages of unknown topic ids {sorted(orphans)}')
-        summary.statistics = Statistics(
-            message_count=sum(counts.values()), schema_count=len(summary.schemas),
-            channel_count=len(summary.channels), attachment_count=0, metadata_count=0,
-            chunk_count=len(summary.chunk_indexes), message_start_time=start or 0, message_end_time=end or 0,
-            channel_message_counts=counts)
+        summary.statistics = statistics(summary, counts, start or 0, end or 0)
         return summary
 
     def _scan_rows(self, damaged: Exception) -> Iterator[tuple[int, int, int, int, int, int, int]]:
@@ -235,17 +211,7 @@ class Db3File:
             data = data['rosbag2_bagfile_information']
         return data if isinstance(data, dict) else None
 
-    # ---- same surface as bag._McapFile
-    def schema(self, channel_id: int) -> Schema:
-        return self.summary.schemas[self.summary.channels[channel_id].schema_id]
-
-    def channel_ids(self, topics: Iterable[str] | None) -> set[int]:
-        wanted = None if topics is None else set(topics)
-        return {c.id for c in self.summary.channels.values() if wanted is None or c.topic in wanted}
-
-    def lost_by_channel(self) -> dict[int, int]:
-        return {}
-
+    # ---- same surface as bag._McapFile (channel look-ups: SummaryFile)
     def verify(self) -> None:
         """sqlite's own integrity check; a damage already found (and read around) is not checked again."""
         if self.damage:
@@ -295,17 +261,12 @@ class Db3File:
             tids, stamps, payloads = zip(*rows)
             if payloads[0][:4] == _ZSTD_MAGIC:           # compression_mode: message (every payload)
                 payloads = [self._payload(d) for d in payloads]
-            size = np.fromiter(map(len, payloads), dtype=np.int64, count=len(payloads))
-            yield _Piece(b''.join(payloads), np.array(stamps, dtype=np.int64), np.cumsum(size) - size, size,
-                         np.array(tids, dtype=np.int64))
-
-    def collect(self, channel_ids: set[int]) -> list[_Piece]:
-        return list(self.iter_pieces(channel_ids))
+            yield piece(tids, stamps, payloads)
 
     def iter_raw(self, topics: list[str] | None) -> Iterator[tuple[str, str, int, bytes]]:
         """(topic, type name, log time, CDR bytes) in log-time order (ties in row order)."""
         cids = self.channel_ids(topics)
-        meta = {cid: (self.summary.channels[cid].topic, self.schema(cid).name) for cid in cids}
+        meta = self.channel_meta(cids)
         for rows in self._rows(cids, 'timestamp, id'):
             for tid, ts, data in rows:
                 topic, type_name = meta[tid]
