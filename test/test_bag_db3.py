@@ -81,14 +81,7 @@ def pair(tmp_path_factory):
     return mcap, db3, old
 
 
-def assert_columns_equal(a, b):
-    assert a.keys() == b.keys()
-    for k in a:
-        if isinstance(a[k], np.ndarray):
-            assert a[k].dtype == b[k].dtype and a[k].shape == b[k].shape, k
-            np.testing.assert_array_equal(a[k], b[k], err_msg=k)
-        else:
-            assert a[k] == b[k], k
+from test_bag import assert_columns_equal  # noqa: E402
 
 
 def test_db3_columns_and_messages_equal_mcap(pair, monkeypatch):

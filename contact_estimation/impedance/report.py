@@ -30,6 +30,7 @@ from .conditioning import condition
 from .config import NODE_NAME, PARAMS
 from .pipeline import edges_from_params
 from .segmentation import adaptive_edges
+from .store import plain
 from .segmented import (DIRECTIONS, PARAMS as PNAMES, UNITS, FitOptions, ImpedanceProfile, default_edges,
                         fit_segmented)
 
@@ -98,7 +99,7 @@ def write_table(p: ImpedanceProfile, out: Path, meta: dict) -> list[dict]:
            'and |F_c| '
            'equal in both directions within a segment', **meta, 'segments': rows}
     with open(out / 'profile.yaml', 'w', encoding='utf-8') as fh:
-        yaml.safe_dump(_plain(doc), fh, sort_keys=False)
+        yaml.safe_dump(plain(doc), fh, sort_keys=False)
     lines = [f"# Impedance profile\n\n{p.model}\n\nverdict: {meta['verdict']}\n",
              '| seg | dir | x [mm] | n | m [kg] | b [N s/m] | k [N/m] | c [N] | kappa | valid | reason |',
              '|---|---|---|---|---|---|---|---|---|---|---|']
@@ -214,18 +215,6 @@ def plot_fit(p: ImpedanceProfile, c, out: Path) -> list[Path]:
     fig.savefig(written[-1], dpi=100)
     plt.close(fig)
     return written
-
-
-def _plain(v):
-    if isinstance(v, dict):
-        return {k: _plain(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
-    if isinstance(v, np.ndarray):
-        return _plain(v.tolist())
-    if isinstance(v, (np.floating, np.integer, np.bool_)):
-        return v.item()
-    return v
 
 
 def main(argv: list[str] | None = None) -> int:

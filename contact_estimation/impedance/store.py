@@ -19,7 +19,7 @@ def save_profile(p: ImpedanceProfile, path: str | Path, meta: dict | None = None
         r['covariance'] = [float(v) for v in p.cov[d, j].ravel()]
         r['unique_variance_a_v_x'] = [float(v) for v in p.unique_variance[d, j, :3]]
     doc = {'format': FORMAT, 'model': p.model, 'units': dict(zip(PARAMS, UNITS)),
-           'edges': [float(e) for e in p.edges], 'options': _plain(p.options), **_plain(meta or {}),
+           'edges': [float(e) for e in p.edges], 'options': plain(p.options), **plain(meta or {}),
            'segments': rows}
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -60,13 +60,14 @@ def load_profile(path: str | Path) -> ImpedanceProfile:
                             options=doc.get('options', {}), model=doc.get('model', ''))
 
 
-def _plain(v):
+def plain(v):
+    """numpy values and containers to plain Python (str keys), for YAML."""
     if isinstance(v, dict):
-        return {str(k): _plain(x) for k, x in v.items()}
+        return {str(k): plain(x) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
-        return [_plain(x) for x in v]
+        return [plain(x) for x in v]
     if isinstance(v, np.ndarray):
-        return _plain(v.tolist())
+        return plain(v.tolist())
     if isinstance(v, (np.floating, np.integer, np.bool_)):
         return v.item()
     return v

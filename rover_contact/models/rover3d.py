@@ -177,17 +177,20 @@ class RoverModel:
         o = self.data.oMi[jid].translation
         return J[:3] - _skew(point - o) @ J[3:]
 
-    def mass_matrix_assembled(self, q: np.ndarray) -> np.ndarray:
-        """Maximal-coordinate assembly Σ_i J_iᵀ blockdiag(m_i I₃, R_i I_i R_iᵀ) J_i (cross-check of CRBA)."""
+    def _bodies(self, q: np.ndarray):
+        """(inertia, world placement oM, world CoM c, joint Jacobian J) of every body with mass, at q."""
         self._kin(q)
-        M = np.zeros((self.nv, self.nv))
         for jid in range(1, self.model.njoints):
             I = self.model.inertias[jid]
             if I.mass <= 0:
                 continue
             oM = self.data.oMi[jid]
-            c = oM.act(I.lever)
-            J = self.joint_jacobian(jid)
+            yield I, oM, oM.act(I.lever), self.joint_jacobian(jid)
+
+    def mass_matrix_assembled(self, q: np.ndarray) -> np.ndarray:
+        """Maximal-coordinate assembly Σ_i J_iᵀ blockdiag(m_i I₃, R_i I_i R_iᵀ) J_i (cross-check of CRBA)."""
+        M = np.zeros((self.nv, self.nv))
+        for I, oM, c, J in self._bodies(q):
             Jv = J[:3] - _skew(c - oM.translation) @ J[3:]
             Iw = oM.rotation @ I.inertia @ oM.rotation.T
             M += I.mass * Jv.T @ Jv + J[3:].T @ Iw @ J[3:]
@@ -195,15 +198,8 @@ class RoverModel:
 
     def body_blocks(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Maximal coordinates: stacked CoM Jacobians J (6N×nv, [v_G; ω] world) and block-diagonal M (6N×6N)."""
-        self._kin(q)
         Js, Ms = [], []
-        for jid in range(1, self.model.njoints):
-            I = self.model.inertias[jid]
-            if I.mass <= 0:
-                continue
-            oM = self.data.oMi[jid]
-            c = oM.act(I.lever)
-            J = self.joint_jacobian(jid)
+        for I, oM, c, J in self._bodies(q):
             Js.append(np.vstack([J[:3] - _skew(c - oM.translation) @ J[3:], J[3:]]))
             Mi = np.zeros((6, 6))
             Mi[:3, :3] = I.mass * np.eye(3)
