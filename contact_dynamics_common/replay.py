@@ -138,12 +138,16 @@ def replay(bag: BagReader, nodes: list[Any], writer: BagWriter | None = None,
     bar = _progress(progress, 'replay', len(ends))
     # the cyclic GC would traverse every object the replay keeps again and again: after each chunk, collect
     # what it left and freeze the survivors (only when the caller has frozen nothing, so that the
-    # unfreeze at the end restores its state)
+    # unfreeze at the end restores its state); in between, the automatic collections (thousands per bag
+    # hour, over the output messages being built) are off: the collection after each chunk finds any cycle
     freeze = gc.isenabled() and gc.get_freeze_count() == 0
     try:
+        if freeze:
+            gc.disable()
         _replay_chunks(chunks, drivers, writer, result, max_kept, bar, freeze)
     finally:
         if freeze:
+            gc.enable()
             gc.unfreeze()
     if bar is not None:
         bar.close()
