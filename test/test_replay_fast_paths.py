@@ -167,3 +167,17 @@ def test_monitor_convergence_ring_equals_stacked_history(drift):
                                                                        repr(stacked.details))
                 reasons.add(ring.reason.split(':')[0])
     assert len(reasons) >= 2                              # passes and failures both compared
+
+
+def test_estimate_of_equals_the_dataclass_constructor():
+    from dataclasses import fields
+    kwargs = dict(algorithm='gls', model='kelvin_voigt', names=('stiffness', 'damping'),
+                  values=np.array([4800.0, 200.0]), covariance=np.diag([4.0, 1.0]), valid=True, reason='ok',
+                  residual_rms=0.1, condition_number=3.0, excitation=np.array([1e-3, 1e-2]),
+                  identifiable=(True, True), bounds_active=(False, False), samples_used=500, stamp=2.5,
+                  extras={'r_squared': 0.99})
+    fast, plain = ContactEstimate.of(**kwargs), ContactEstimate(**kwargs)
+    assert set(fast.__dict__) == {f.name for f in fields(ContactEstimate)}      # every field, none more
+    assert all(fast.__dict__[k] is plain.__dict__[k] for k in plain.__dict__)
+    with pytest.raises(AttributeError):
+        fast.valid = False                                                     # still frozen

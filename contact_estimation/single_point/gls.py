@@ -99,7 +99,7 @@ class GlobalLeastSquares:
         for q, v, a, rms_k, n_k, t_k, r2_k, f_k in zip(qualities, values, active, rms.tolist(), n.tolist(),
                                                         stamp.tolist(), r2.tolist(), force_rms.tolist()):
             valid, reason = verdict(self.model.names, v, q, n_k, self.min_samples, self.max_condition, f_k)
-            out.append(ContactEstimate(
+            out.append(ContactEstimate.of(
                 algorithm=self.name, model=self.model.name, names=self.model.names, values=v,
                 covariance=q.covariance, valid=valid, reason=reason, residual_rms=rms_k,
                 condition_number=q.condition_number, excitation=q.excitation, identifiable=q.identifiable,

@@ -168,7 +168,7 @@ class RecursiveLeastSquares:
                                                           force_rms.tolist()):
             values, active = project(raw_k, self.model.names, self.bounds)
             valid, reason = verdict(self.model.names, values, q, n_k, self.min_samples, self.max_condition, f_k)
-            out[k] = ContactEstimate(
+            out[k] = ContactEstimate.of(
                 algorithm=self.name, model=self.model.name, names=self.model.names, values=values,
                 covariance=q.covariance, valid=valid, reason=reason, residual_rms=rms_k,
                 condition_number=q.condition_number, excitation=q.excitation, identifiable=q.identifiable,
