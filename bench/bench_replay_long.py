@@ -8,7 +8,9 @@ replayed in a fresh subprocess (RLS + sliding-window GLS, config/contact_estimat
 writing every estimate to an output bag, exactly as ``contact-dynamics run-bag BAG --config ... --out ...``;
 the child reports its wall time split into read/decode, estimation and writing (``ReplayResult.timing``),
 its CPU time (on a shared machine, bag seconds per CPU second is the steadier figure) and its peak RSS
-(getrusage ru_maxrss). Then, on the longest bag, ``rosbags`` (rosbag2 Reader +
+(getrusage ru_maxrss). An MCAP bag is read by a background thread while the estimators run: ``read s`` is
+the time the replay waited for it, ``reader s`` the reader thread's own (overlapped) time, which the peer
+ratios use. Then, on the longest bag, ``rosbags`` (rosbag2 Reader +
 typestore deserialize_cdr) and ``mcap_ros2`` (read_ros2_messages) decode the same two topics message by
 message for at most --peer-seconds each; their messages/s are printed beside ours.
 
@@ -77,7 +79,7 @@ def child(bag: str, publish_rate: float, chunk_s: float) -> None:
         last = result.outputs['/contact_estimator/gls/estimate'][-1][1]
         print(json.dumps({'wall': wall, 'cpu': cpu, 'timing': timing, 'bag_s': result.bag_duration_s,
                           'messages': result.input_messages, 'outputs': sum(result.counts.values()),
-                          'chunks': result.chunks,
+                          'chunks': result.chunks, 'read_busy': result.read_busy_s,
                           'rss_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                           'rss_start_mb': rss_start / 1024,
                           'gls': [last['stiffness'], last['damping'], last['valid']]}))
@@ -125,7 +127,7 @@ def main() -> int:
     print(f'run-bag, RLS + GLS at {args.publish_rate:g} Hz, output bag written, one fresh process per bag '
           f'(shared 2-core machine: figures are noisy)')
     print(f"{'bag':>8s} {'messages':>10s} {'wall s':>7s} {'x real time':>11s} {'msg/s':>10s} {'read s':>7s} "
-          f"{'estim s':>7s} {'write s':>7s} {'setup s':>7s} {'CPU s':>6s} {'x per CPU':>9s} "
+          f"{'reader s':>8s} {'estim s':>7s} {'write s':>7s} {'setup s':>7s} {'CPU s':>6s} {'x per CPU':>9s} "
           f"{'peak RSS MB':>11s} "
           f"{'chunks':>6s}  final GLS k, b")
     ours = None
@@ -139,14 +141,15 @@ def main() -> int:
         r = json.loads(out.stdout.strip().splitlines()[-1])
         tm = r['timing']
         print(f"{seconds:7g}s {r['messages']:10d} {r['wall']:7.2f} {r['bag_s'] / r['wall']:10.0f}x "
-              f"{r['messages'] / r['wall']:10.0f} {tm['read']:7.2f} {tm['estimate']:7.2f} {tm['write']:7.2f} "
+              f"{r['messages'] / r['wall']:10.0f} {tm['read']:7.2f} {r.get('read_busy', 0.0):8.2f} "
+              f"{tm['estimate']:7.2f} {tm['write']:7.2f} "
               f"{tm['setup']:7.2f} {r['cpu']:6.2f} {r['bag_s'] / r['cpu']:8.0f}x {r['rss_mb']:11.0f} "
               f"{r['chunks']:6d}  {r['gls'][0]:.1f}, {r['gls'][1]:.2f}"
               f"{'' if r['gls'][2] else ' (not valid)'}")
         ours = r
     if args.peer_seconds > 0 and ours is not None:
         bag = bags[-1]
-        ours_read = ours['messages'] / ours['timing']['read']
+        ours_read = ours['messages'] / (ours.get('read_busy') or ours['timing']['read'])
         ours_all = ours['messages'] / ours['wall']
         print(f'\nper-message decoding of the same bag ({bag.name}, {", ".join(TOPICS)}; at most '
               f'{args.peer_seconds:g} s each) vs run-bag above:')

@@ -28,7 +28,9 @@ either way.
 from __future__ import annotations
 
 import gc
+import queue
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -79,6 +81,7 @@ class ReplayResult:
     bag_duration_s: float = 0.0
     status: dict[str, dict] = field(default_factory=dict)
     timing: dict[str, float] = field(default_factory=dict)     # seconds: read, estimate, write
+    read_busy_s: float = 0.0   # the background reader's own time (MCAP: overlapped; timing['read'] is the wait)
     chunks: int = 0
     recovery: Any = None       # the bag's BagRecovery after the replay: what of a damaged bag was used
 
@@ -135,6 +138,8 @@ def replay(bag: BagReader, nodes: list[Any], writer: BagWriter | None = None,
     ends[-1] = max(int(t[-1]) for t in ticks)               # the last chunk takes everything
     drivers = [_Driver(n, t, batched and hasattr(n, 'replay_chunk')) for n, t in zip(nodes, ticks)]
     chunks = bag.iter_column_chunks(topics, ends)
+    if getattr(bag, 'storage', None) == 'mcap':      # read the next chunks while this one is estimated
+        chunks = _Prefetch(chunks)
     bar = _progress(progress, 'replay', len(ends))
     # the cyclic GC would traverse every object the replay keeps again and again: after each chunk, collect
     # what it left and freeze the survivors (only when the caller has frozen nothing, so that the
@@ -146,6 +151,9 @@ def replay(bag: BagReader, nodes: list[Any], writer: BagWriter | None = None,
             gc.disable()
         _replay_chunks(chunks, drivers, writer, result, max_kept, bar, freeze)
     finally:
+        if isinstance(chunks, _Prefetch):
+            chunks.close()
+            result.read_busy_s = chunks.busy_s
         if freeze:
             gc.enable()
             gc.unfreeze()
@@ -191,6 +199,68 @@ def _replay_chunks(chunks, drivers, writer, result: ReplayResult, max_kept: int 
         if bar is not None:
             bar.update(1)
         result.counts = {t: k.n for t, k in kept.items()}
+
+
+class _Prefetch:
+    """Iterate ``items`` in a background thread, at most ``depth`` items ahead, in order.
+
+    File reads, CRC and zstd decompression release the GIL, so the next chunks of an MCAP bag are read
+    and decoded while the current one is estimated. The items and their order are those of ``items``;
+    an exception raised by it is raised here at the same place in the sequence. ``close()`` (always call
+    it) stops and joins the thread; ``busy_s`` is the time the thread spent producing.
+    """
+
+    _END, _ITEM, _ERROR = range(3)
+
+    def __init__(self, items, depth: int = 2):
+        self._queue: queue.Queue = queue.Queue(maxsize=max(int(depth), 1))
+        self._stop = threading.Event()
+        self.busy_s = 0.0
+        self._thread = threading.Thread(target=self._run, args=(iter(items),), name='replay-reader',
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self, items) -> None:
+        try:
+            while not self._stop.is_set():
+                t0 = time.perf_counter()
+                try:
+                    item = next(items)
+                except StopIteration:
+                    self._put((self._END, None))
+                    return
+                finally:
+                    self.busy_s += time.perf_counter() - t0
+                if not self._put((self._ITEM, item)):
+                    return
+        except BaseException as e:  # noqa: BLE001 - handed to the consumer, raised there
+            self._put((self._ERROR, e))
+        finally:
+            close = getattr(items, 'close', None)
+            if close is not None:
+                close()
+
+    def _put(self, entry) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(entry, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def __iter__(self):
+        while True:
+            kind, value = self._queue.get()
+            if kind == self._END:
+                return
+            if kind == self._ERROR:
+                raise value
+            yield value
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def _chunk_ends(ticks: np.ndarray, chunk_s: float) -> list[int]:

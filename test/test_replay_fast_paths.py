@@ -181,3 +181,42 @@ def test_estimate_of_equals_the_dataclass_constructor():
     assert all(fast.__dict__[k] is plain.__dict__[k] for k in plain.__dict__)
     with pytest.raises(AttributeError):
         fast.valid = False                                                     # still frozen
+
+
+def test_prefetch_keeps_order_errors_and_stops():
+    import threading
+
+    from contact_dynamics_common.replay import _Prefetch
+    items = [object() for _ in range(50)]
+    pre = _Prefetch(iter(items), depth=2)
+    assert [x for x in pre] == items                    # the same objects, in order
+    pre.close()
+
+    def failing():
+        yield 1
+        yield 2
+        raise BagError('broken at byte 123')
+    pre = _Prefetch(failing())
+    got = []
+    with pytest.raises(BagError, match='broken at byte 123'):
+        for x in pre:
+            got.append(x)
+    pre.close()
+    assert got == [1, 2]                                 # raised where the sequence breaks
+
+    closed = threading.Event()
+
+    def endless():
+        try:
+            n = 0
+            while True:
+                n += 1
+                yield n
+        finally:
+            closed.set()
+    pre = _Prefetch(endless(), depth=1)
+    for x in pre:
+        if x == 3:
+            break
+    pre.close()                                          # the consumer stops early: the thread ends too
+    assert closed.wait(2.0) and not pre._thread.is_alive()
