@@ -287,8 +287,8 @@ class _FastMessages:
         if (stats is None or builder is None or not isinstance(buf, io.BytesIO)
                 or not hasattr(writer, '_Writer__maybe_finalize_chunk')
                 or getattr(writer, '_Writer__chunk_size', None) != chunk_size
-                or not all(hasattr(builder, a) for a in ('message_indices', 'num_messages', 'message_start_time',
-                                                         'message_end_time'))):
+                or not all(hasattr(builder, a) for a in ('message_indices', 'num_messages',
+                                                         'message_start_time', 'message_end_time'))):
             return None
         return cls(writer, stats, builder, chunk_size)
 

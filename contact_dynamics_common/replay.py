@@ -81,7 +81,7 @@ class ReplayResult:
     bag_duration_s: float = 0.0
     status: dict[str, dict] = field(default_factory=dict)
     timing: dict[str, float] = field(default_factory=dict)     # seconds: read, estimate, write
-    read_busy_s: float = 0.0   # the background reader's own time (MCAP: overlapped; timing['read'] is the wait)
+    read_busy_s: float = 0.0   # the background reader's own time (MCAP, overlapped; timing['read']: the wait)
     chunks: int = 0
     recovery: Any = None       # the bag's BagRecovery after the replay: what of a damaged bag was used
 

@@ -319,8 +319,8 @@ class TrustMonitor:
             return None
         theta0, sigma0 = prior_of(self.estimator)
         p = self._ring.shape[1] // 2
-        return trust.convergence(last.names, np.ascontiguousarray(rows[:, :p]), np.ascontiguousarray(rows[:, p:]),
-                                 initial=theta0, prior_sigma=sigma0,
+        values, sigma = np.ascontiguousarray(rows[:, :p]), np.ascontiguousarray(rows[:, p:])
+        return trust.convergence(last.names, values, sigma, initial=theta0, prior_sigma=sigma0,
                                  check=last.identifiable or None, **kwargs)
 
     def review(self, est: ContactEstimate) -> ContactEstimate:

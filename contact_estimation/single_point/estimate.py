@@ -40,17 +40,19 @@ class ContactEstimate:
     extras: dict = field(default_factory=dict)
 
     @classmethod
-    def of(cls, algorithm: str, model: str, names: tuple[str, ...], values: np.ndarray, covariance: np.ndarray,
-           valid: bool, reason: str, residual_rms: float, condition_number: float, excitation: np.ndarray,
-           identifiable: tuple[bool, ...], bounds_active: tuple[bool, ...], samples_used: int, stamp: float,
-           extras: dict, stiffness_type: str = 'secant') -> 'ContactEstimate':
+    def of(cls, algorithm: str, model: str, names: tuple[str, ...], values: np.ndarray,
+           covariance: np.ndarray, valid: bool, reason: str, residual_rms: float, condition_number: float,
+           excitation: np.ndarray, identifiable: tuple[bool, ...], bounds_active: tuple[bool, ...],
+           samples_used: int, stamp: float, extras: dict,
+           stiffness_type: str = 'secant') -> 'ContactEstimate':
         """The same estimate as ``ContactEstimate(...)`` with every field given, built without the frozen
         __init__'s per-field setattr (replay builds ~100 estimates per bag second)."""
         new = object.__new__(cls)
-        new.__dict__.update(algorithm=algorithm, model=model, names=names, values=values, covariance=covariance,
-                            valid=valid, reason=reason, stiffness_type=stiffness_type, residual_rms=residual_rms,
-                            condition_number=condition_number, excitation=excitation, identifiable=identifiable,
-                            bounds_active=bounds_active, samples_used=samples_used, stamp=stamp, extras=extras)
+        new.__dict__.update(algorithm=algorithm, model=model, names=names, values=values,
+                            covariance=covariance, valid=valid, reason=reason, stiffness_type=stiffness_type,
+                            residual_rms=residual_rms, condition_number=condition_number,
+                            excitation=excitation, identifiable=identifiable, bounds_active=bounds_active,
+                            samples_used=samples_used, stamp=stamp, extras=extras)
         return new
 
     def value(self, name: str, default: float = 0.0) -> float:
