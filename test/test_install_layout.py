@@ -30,3 +30,25 @@ def test_launch_file_names_the_installed_executable_and_config():
     strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
     assert {'contact_dynamics', 'contact_estimator', 'contact_estimator.yaml', 'config'} <= strings
     assert any(isinstance(n, ast.FunctionDef) and n.name == 'generate_launch_description' for n in ast.walk(tree))
+
+
+def _launch_strings(path: Path) -> set:
+    tree = ast.parse(path.read_text())
+    assert any(isinstance(n, ast.FunctionDef) and n.name == 'generate_launch_description' for n in ast.walk(tree))
+    return {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+
+
+def test_every_registered_node_has_an_installed_executable_a_launch_file_and_its_config():
+    """Each offline node of the registry is also a live node: console script, colcon executable in
+    lib/contact_dynamics, a launch file naming it, and its documented config installed in share/."""
+    from contact_dynamics_common.registry import registry
+    launch_strings = {p.name: _launch_strings(p) for p in sorted((ROOT / 'launch').glob('*.launch.py'))}
+    assert launch_strings
+    for name, spec in registry().offline_nodes.items():
+        assert os.access(PREFIX / 'bin' / name, os.X_OK), f'console script {name}'
+        assert os.access(PREFIX / 'lib/contact_dynamics' / name, os.X_OK), f'lib/contact_dynamics/{name}'
+        assert (ROOT / 'scripts' / name).is_file(), f'scripts/{name}'
+        assert spec.config_file and (PREFIX / 'share/contact_dynamics/config' / spec.config_file).is_file(), name
+        naming = [f for f, strings in launch_strings.items() if name in strings and 'contact_dynamics' in strings]
+        assert naming, f'no launch file starts {name}'
+        assert any(spec.config_file in launch_strings[f] for f in naming), f'no launch file loads {spec.config_file}'
