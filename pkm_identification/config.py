@@ -57,8 +57,17 @@ PARAMS: list[ParamSpec] = [
     ParamSpec('friction0', [200.0, 15.0] * 6, 'Initial guess of [fv_1, fc_1, ..., fv_6, fc_6] (N*s/m, N).',
               length=12, check=_nonneg),
     ParamSpec('prior_rel_std', 0.5, 'P_0 = diag((prior_rel_std x theta_0)^2).', low=0.0, low_open=True),
-    ParamSpec('measurement_std', 1.0, 'R^e = measurement_std^2 I: actuator force noise per strut.', low=0.0,
-              low_open=True, unit='N'),
+    ParamSpec('measurement_std', 1.0, 'R^e = measurement_std^2 I: actuator force noise per strut (R_F of the '
+              'errors-in-variables covariance when state_noise_std is set).', low=0.0, low_open=True, unit='N'),
+    ParamSpec('state_noise_std.position', [0.0] * 6, 'Noise std of the pose q = [x_c, y_c, z_c, phi, theta, psi] '
+              'seen by the estimator; any value > 0 turns on the errors-in-variables weighting: each sample gets '
+              'R_k = measurement_std^2 I + G_k diag(sigma^2) G_k^T, G_k = d(Y theta)/d(q, qd, qdd) at theta_0 '
+              '(pkm_identification.eiv). All state_noise_std 0: off (scalar R^e).', length=6, low=0.0,
+              unit='m (x, y, z), rad (angles)'),
+    ParamSpec('state_noise_std.velocity', [0.0] * 6, 'Noise std of the pose rates qd (same weighting).', length=6,
+              low=0.0, unit='m/s, rad/s'),
+    ParamSpec('state_noise_std.acceleration', [0.0] * 6, 'Noise std of the pose accelerations qdd (same '
+              'weighting; include the differentiation noise of L_ddot).', length=6, low=0.0, unit='m/s^2, rad/s^2'),
     # --- UKF ---
     ParamSpec('alpha', 1e-3, 'Scaled unscented transform spread.', low=0.0, low_open=True, high=1.0),
     ParamSpec('beta', 2.0, 'Prior distribution factor (2: Gaussian).', low=0.0),

@@ -8,6 +8,8 @@ Per JointState sample (strut lengths L, optional velocities L_dot, actuator forc
  3. Newton forward kinematics (vectorised, warm-started) -> q; qd = J^-T L_dot; J^T qdd = c (spec sec. 2.5);
     samples with unconverged FK, L outside the stroke or |sin theta| < min_sin_theta are rejected (counted);
  4. regressor Y(q, qd, qdd) (8 or 20 columns) -> parameter UKF update per sample (every decimation-th);
+    with state_noise_std.* > 0 each sample's measurement covariance is the errors-in-variables
+    R_k = measurement_std^2 I + G_k diag(sigma^2) G_k^T [N^2] (pkm_identification.eiv, G_k at theta_0);
  5. running information matrix, NIS, innovations; flags, convergence (contact_dynamics_common.trust).
 Samples are processed strictly in order whatever the batching between updates, so a live node and run-bag
 of the same data give the same estimate.
@@ -25,6 +27,7 @@ from contact_dynamics_common.ringbuffer import RingBuffer
 from contact_dynamics_common.stamps import StampGate
 
 from . import dynamics as D
+from . import eiv
 from . import kinematics as K
 from .estimation import RATIO_ONLY, SCALE_WARNING
 from .geometry import GeometryError, load_machine
@@ -78,6 +81,11 @@ class PkmPipeline:
         self.P0 = (params['prior_rel_std'] * th0) ** 2
         if params['active_set'] == 'friction' and not self.friction:
             raise ConfigError("active_set 'friction' needs estimate_friction: true")
+        sigma = np.array([params[f'state_noise_std.{c}'] for c in ('position', 'velocity', 'acceleration')],
+                         float)
+        if not (sigma.shape == (3, 6) and np.isfinite(sigma).all() and (sigma >= 0).all()):
+            raise ConfigError(f'state_noise_std.* must be 3 x 6 finite values >= 0, got {sigma.tolist()}')
+        self.state_sigma = sigma if (sigma > 0).any() else None     # None: scalar R^e, the unweighted filter
         self.h = int(params['derivative_half_window'])
         self.buffer = RingBuffer(params['buffer_capacity'], 18)
         self.gate = StampGate(params['time_jump_threshold'])
@@ -253,6 +261,10 @@ class PkmPipeline:
             return
         q, L, Ld, Ldd, F, stamps = q[ok], L[ok], Ld[ok], Ldd[ok], F[ok], t[ks][ok]
         qd, qdd = K.rates_from_struts(self.machine, q, Ld, Ldd)
+        self._use_samples(q, qd, qdd, F, L, stamps)
+
+    def _use_samples(self, q, qd, qdd, F, L, stamps) -> None:
+        """Regressor and UKF updates of accepted samples: pose q, rates qd, accelerations qdd, forces F [N]."""
         Y = D.regressor(self.machine, q, qd, qdd, friction=self.friction, friction_model=self.p['friction_model'])
         good = np.isfinite(Y).all(axis=(1, 2)) & np.isfinite(F).all(1)
         self.counts['rejected_kinematics'] += int((~good).sum())
@@ -265,8 +277,16 @@ class PkmPipeline:
         if self.frozen:
             self.counts['frozen_skipped'] += int(use.sum())
         else:
+            Rk = None
+            if self.state_sigma is not None and use.any():
+                u = np.flatnonzero(good)[use]
+                Rk = np.full((len(F), 6, 6), np.nan)
+                Rk[use] = eiv.equation_error_cov(
+                    self.machine, self.theta0, q[u], qd[u], qdd[u], self.state_sigma,
+                    force_var=self.p['measurement_std'] ** 2, friction=self.friction,
+                    friction_model=self.p['friction_model'])
             for k in np.flatnonzero(use):
-                if self.ukf.update(F[k], Y[k])[0]:
+                if self.ukf.update(F[k], Y[k], None if Rk is None else Rk[k])[0]:
                     self.nis.append(float(self.ukf.nis[0]))
                     self.innov.append(self.ukf.innovation[0].copy())
             self.info.add(Y[use], F[use], self.theta0)
