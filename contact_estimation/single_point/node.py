@@ -127,6 +127,11 @@ class ContactEstimatorNode(EstimatorNode):
         if self.active and self.pipeline.backlog > self.params['max_samples_per_update']:
             level, msg = WARN, (f'behind: {self.pipeline.backlog} samples pending, at most '
                                 f"{self.params['max_samples_per_update']} per input and update")
+        elif self.active and self.pipeline.rate_change is not None:
+            old_hz, new_hz = self.pipeline.rate_change
+            level, msg = WARN, (f'input sample rate changed from {old_hz:.6g} Hz to {new_hz:.6g} Hz '
+                                f"without a reset ({counts['rate_changes']} change(s)): differentiator "
+                                'window re-sized')
         out.append(status(f'{self.get_name()}: pipeline', level, msg, pipeline_values))
         for est in self.latest:
             values = {'valid': est.valid, 'samples_used': est.samples_used, 'residual_rms': est.residual_rms,

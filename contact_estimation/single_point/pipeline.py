@@ -15,7 +15,10 @@ since the last one, vectorised:
    F_n < contact_force_threshold); deformation x = c - c_datum;
 5. centred local-linear differentiation over +-M samples (contact_dynamics_common.signal), i.e. a delay
    of M samples, giving xd (and xdd for the mass model); no window spans a gap of more than 4 sample
-   periods (samples lost upstream or in an overflowing buffer): those centres are not used;
+   periods (samples lost upstream or in an overflowing buffer): those centres are not used; M is sized from
+   the first 21 paired samples and re-sized when their rate changes without a reset (a block of 32
+   intervals whose median departs from the sizing period by > 20 %: the differentiator re-arms at the
+   block's last sample, so no window spans the two rates; counted in ``rate_changes``);
 6. samples in contact (F_n >= contact_force_threshold, datum known) update every estimator.
 
 ``replay`` runs a whole recorded stream through the same code in one pass and reports, for every timer
@@ -48,6 +51,11 @@ _PERIOD_SAMPLES = 21
 #: a step between paired samples longer than this many sample periods is a gap (samples lost: an input queue
 #: or ring buffer overflowing, a sensor drop-out); no derivative window spans one
 _GAP_PERIODS = 4.0
+#: the paired-sample rate is checked on consecutive blocks of this many intervals after the half window is
+#: sized; a block whose median interval departs from the sizing period by more than _RATE_TOLERANCE
+#: (relative) is a sample-rate change: the differentiator re-arms there and re-sizes its window
+_RATE_BLOCK = 32
+_RATE_TOLERANCE = 0.2
 
 
 def estimator_options(params: dict, model) -> dict[str, dict]:
@@ -158,6 +166,7 @@ class ContactPipeline:
         except ValueError as exc:       # an option combination the estimators refuse: a configuration error
             raise ConfigError(f'estimator configuration: {exc}') from None
         self.counts: Counter = Counter()
+        self.rate_change: tuple[float, float] | None = None   # the last sample-rate change (old, new Hz)
         self.last_error = ''
         self.wrench_frame = ''
         self._joint_names: list | None = None
@@ -262,8 +271,9 @@ class ContactPipeline:
         * a wrench sample is paired at the first tick by which it and a displacement sample stamped at or
           after it have been delivered (ready tick);
         * the derivative at a paired sample needs the M paired samples after it, and none is taken before
-          the first 21 paired samples (the half window M is fixed by them): a contact sample is used at
-          the ready tick of the newest paired sample it needed;
+          the first 21 paired samples (the half window M is fixed by them), nor before the first 21 after
+          a rate change re-arms the differentiator: a contact sample is used at the ready tick of the newest
+          paired sample it needed;
 
         and each estimator reports after the number of samples used by each tick (``update_and_report``).
         A record that would make step behave batch-dependently (a backward time jump, which resets; a
@@ -378,6 +388,7 @@ class ContactPipeline:
         self.recent.clear()
         self._monitored = 0
         if gates:
+            self.rate_change = None
             self.wrench_gate.reset()
             self.disp_gate.reset()
             self.wrench_buffer.clear()
@@ -393,6 +404,7 @@ class ContactPipeline:
         self._tail = (np.zeros(0), np.zeros(0), np.zeros(0))
         self._half_window: int | None = None
         self._period_s: float | None = None
+        self._rate_pending = np.zeros(0)             # intervals (s) of the rate check's unfinished block
         self._datum: float | None = None
         self.last_stamp_ns = 0
         self._d_hole = np.zeros(0, dtype=bool)       # per queued displacement sample: samples lost before it
@@ -468,24 +480,64 @@ class ContactPipeline:
             self._t0_ns = int(t_ns[0])
         t = (t_ns - self._t0_ns) * 1e-9
         x = coord - datum
+        parts = []
+        start = 0                        # index in t of the first sample of the differentiator's current arm
+        while start < len(t):
+            part, restart = self._differentiate(t[start:], force[start:], x[start:])
+            if part is not None:
+                parts.append((part[0], part[1] + start) + part[2:])
+            if restart is None:
+                break
+            start += restart
+        parts = [p for p in parts if len(p[0])]
+        if not parts:
+            return nothing
+        tc, newest, fc, xc, xd = (np.concatenate(col) for col in list(zip(*parts))[:5])
+        xdd = None if parts[0][5] is None else np.concatenate([p[5] for p in parts])
+        samples = ContactSamples.make(tc, fc, xc, xd, xdd)
+        self.counts['samples_dropped_nonfinite'] += samples.dropped
+        self.counts['samples_used'] += len(samples)
+        kept = np.searchsorted(tc, samples.t)          # the centres make() kept (times increase strictly)
+        return _Ingested(t_ns, datum, samples, newest[kept])
+
+    def _differentiate(self, t: np.ndarray, force: np.ndarray, x: np.ndarray
+                       ) -> tuple[tuple | None, int | None]:
+        """Centred derivatives of the new samples (t s, F_n N, x m) continuing the differentiator's tail.
+
+        Returns (part, restart): part = (t, newest, F_n, x, xd, xdd) of the in-contact centres with a full
+        window (newest: index into ``t`` of the newest sample each needed), or None; restart = index into
+        ``t`` from which the differentiator re-arms after a sample-rate change (``_rate_change_at``), or None.
+        """
         tt, ff, xx = (np.concatenate((a, b)) for a, b in zip(self._tail, (t, force, x)))
+        n_tail = len(tt) - len(t)
         warm_up_end = 0                      # index in tt of the last sample the half window waited for
         if self._half_window is None:
             if len(tt) < _PERIOD_SAMPLES:
                 self._tail = (tt, ff, xx)
-                return nothing
+                return None, None
             period = float(np.median(np.diff(tt[:_PERIOD_SAMPLES])))
             self._half_window = half_window_samples(self.params['differentiator_half_window'], period)
             self._period_s = period
+            self._rate_pending = np.zeros(0)
             warm_up_end = _PERIOD_SAMPLES - 1
+        restart = None
+        change = self._rate_change_at(tt, max(n_tail, warm_up_end + 1, 1))
+        if change is not None:                   # samples from tt[change] on: a new arm, sized on them
+            restart = change - n_tail
+            tt, ff, xx = tt[:change], ff[:change], xx[:change]
         m = self._half_window
         xd, xdd = local_derivatives(tt, xx, m, second=self.model.uses_acceleration)
-        centre = slice(m, len(tt) - m)
-        self._tail = tuple(a[max(len(tt) - 2 * m, 0):] for a in (tt, ff, xx))
+        if restart is None:
+            self._tail = tuple(a[max(len(tt) - 2 * m, 0):] for a in (tt, ff, xx))
+        else:                                    # the old arm's last 2m samples get no derivative
+            self._tail = (np.zeros(0), np.zeros(0), np.zeros(0))
+            self._half_window = None
         if len(xd) == 0:
-            return nothing
+            return None, restart
+        centre = slice(m, len(tt) - m)
         tc, fc, xc = tt[centre], ff[centre], xx[centre]
-        newest = np.maximum(np.arange(2 * m, len(tt)), warm_up_end) - (len(tt) - len(t_ns))
+        self.last_stamp_ns = _absolute_ns(self._t0_ns, tc[-1])
+        newest = np.maximum(np.arange(2 * m, len(tt)), warm_up_end) - n_tail
         contact = (fc >= self.threshold) & np.isfinite(xc)
         self.counts['out_of_contact'] += int((~contact).sum())
         gaps = np.flatnonzero(np.diff(tt) > _GAP_PERIODS * self._period_s)
@@ -497,13 +549,31 @@ class ContactPipeline:
             spans = cum[centres + m] > cum[centres - m]
             self.counts['derivative_across_gap'] += int((contact & spans).sum())
             contact &= ~spans
-        samples = ContactSamples.make(tc[contact], fc[contact], xc[contact], xd[contact],
-                                      None if xdd is None else xdd[contact])
-        self.counts['samples_dropped_nonfinite'] += samples.dropped
-        self.counts['samples_used'] += len(samples)
-        self.last_stamp_ns = _absolute_ns(self._t0_ns, tc[-1])
-        kept = np.searchsorted(tc, samples.t)          # the centres make() kept (times increase strictly)
-        return _Ingested(t_ns, datum, samples, newest[kept])
+        return (tc[contact], newest[contact], fc[contact], xc[contact], xd[contact],
+                None if xdd is None else xdd[contact]), restart
+
+    def _rate_change_at(self, tt: np.ndarray, first: int) -> int | None:
+        """Index in tt of the sample that completes a block of _RATE_BLOCK intervals whose median departs
+        from the period the half window was sized with by more than _RATE_TOLERANCE (relative), or None.
+
+        Intervals are taken from the one ending at tt[first] on, in consecutive blocks counted from the
+        arming (partial blocks carry over between calls), so the decision depends only on the samples.
+        A change is counted (``rate_changes``) and remembered (``rate_change``: old and new rate, Hz).
+        """
+        iv = np.concatenate((self._rate_pending, np.diff(tt[first - 1:]) if first < len(tt) else np.zeros(0)))
+        n_blocks = len(iv) // _RATE_BLOCK
+        if n_blocks:
+            med = np.median(iv[:n_blocks * _RATE_BLOCK].reshape(n_blocks, _RATE_BLOCK), axis=1)
+            off = np.flatnonzero(np.abs(med / self._period_s - 1.0) > _RATE_TOLERANCE)
+            if len(off):
+                b = int(off[0])
+                self.counts['rate_changes'] += 1
+                self.rate_change = (1.0 / self._period_s, 1.0 / float(med[b]))
+                end = first + (b + 1) * _RATE_BLOCK - 1 - len(self._rate_pending)
+                self._rate_pending = np.zeros(0)
+                return end
+        self._rate_pending = iv[n_blocks * _RATE_BLOCK:]
+        return None
 
     def _update(self, samples: ContactSamples) -> None:
         self._monitored_reports(samples, np.zeros(0, dtype=np.int64))
@@ -629,6 +699,8 @@ class ContactPipeline:
         out['wrench.overflowed'] = self.wrench_buffer.overflowed
         out['displacement.overflowed'] = self.disp_buffer.overflowed
         out.update(self.counts)
+        if self.rate_change is not None:           # the last input rate change (Hz), until a reset service
+            out['rate_change_old_hz'], out['rate_change_new_hz'] = self.rate_change
         return out
 
 
