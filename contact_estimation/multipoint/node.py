@@ -5,7 +5,7 @@ Subscribes  payload/wrench (geometry_msgs/WrenchStamped) and payload/odom (nav_m
 Publishes   ~/estimate (contact_dynamics/MultiPointContactEstimate: k, b, mu with covariance, verdict, contact
             count and contact points), /diagnostics (diagnostic_msgs/DiagnosticArray).
 Services    ~/reset (std_srvs/Trigger), the lifecycle services (managed node; autostart by default).
-Callbacks only copy samples into the pipeline; pairing, contact kinematics and estimation run on a timer.
+Callbacks only queue samples in the pipeline; gating, pairing, kinematics and estimation run on a timer.
 """
 from __future__ import annotations
 

@@ -69,10 +69,12 @@ class MultiPointPipeline:
         self.pose_gate = StampGate(params['time_jump_threshold'])
         self.counts = {'wrench_unpaired': 0, 'resets': 0, 'instants': 0, 'instants_in_contact': 0}
         self.pose_frame = ''
+        self._queue: list[tuple[str, tuple]] = []     # single samples from ROS callbacks, in arrival order
         self.reset()
 
     # ------------------------------------------------------------------ state
     def reset(self) -> None:
+        self._flush()
         self._w_t = np.zeros(0, np.int64)
         self._w_F = np.zeros((0, 3))
         self._w_M = np.zeros((0, 3))
@@ -106,7 +108,8 @@ class MultiPointPipeline:
             self._w_M = np.r_[self._w_M, M[i]]
 
     def push_wrench(self, stamp_ns: int, force, torque) -> None:
-        self.push_wrench_columns([stamp_ns], [force], [torque])
+        """One sample (ROS callback): only queued; gated and stored in arrival order by the next update."""
+        self._queue.append(('wrench', (stamp_ns, force, torque)))
 
     def push_pose_columns(self, stamps, position, orientation, linear=None, angular=None) -> None:
         """Poses (pose frame) and, for Odometry, the twist in the child (payload) frame."""
@@ -142,8 +145,24 @@ class MultiPointPipeline:
                 self._difference_twists()
 
     def push_pose(self, stamp_ns: int, position, orientation, linear=None, angular=None) -> None:
-        self.push_pose_columns([stamp_ns], [position], [orientation],
-                               None if linear is None else [linear], None if angular is None else [angular])
+        """One sample (ROS callback): only queued; gated and stored in arrival order by the next update."""
+        kind = 'pose' if linear is None else 'odom'
+        self._queue.append((kind, (stamp_ns, position, orientation, linear, angular)))
+
+    def _flush(self) -> None:
+        """Queued single samples into the column pushes, one call per run of one kind (same order of events as
+        pushing them one by one: the stamp gates and the column pushes do not depend on the batching)."""
+        queue, self._queue = self._queue, []
+        start = 0
+        for k in range(1, len(queue) + 1):
+            if k < len(queue) and queue[k][0] == queue[start][0]:
+                continue
+            kind, cols = queue[start][0], list(zip(*(item for _, item in queue[start:k])))
+            if kind == 'wrench':
+                self.push_wrench_columns(*cols)
+            else:
+                self.push_pose_columns(*cols[:3], *(cols[3:] if kind == 'odom' else ()))
+            start = k
 
     def _difference_twists(self) -> None:
         """Central differences for pose samples that now have both neighbours (first sample: forward)."""
@@ -259,6 +278,7 @@ class MultiPointPipeline:
 
     def step(self) -> MultiPointEstimate | None:
         """Process what has arrived and re-estimate; None until an instant with contact was paired."""
+        self._flush()
         self._pair()
         if not len(self._rows_t):
             return self.estimate
@@ -270,6 +290,7 @@ class MultiPointPipeline:
         return self.estimate
 
     def status(self) -> dict:
+        self._flush()
         out = dict(self.counts)
         out.update({f'wrench.{k}': v for k, v in self.wrench_gate.counts.as_dict().items()})
         out.update({f'pose.{k}': v for k, v in self.pose_gate.counts.as_dict().items()})
