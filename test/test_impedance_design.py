@@ -19,6 +19,15 @@ from contact_estimation.impedance.segmented import fit_segmented, segment_index,
 EDGES = uniform_edges(0.0, 0.024, 8)
 
 
+def _slider_samples(rng, n: int):
+    """n random slider states: position x [m] in [0, 24 mm), velocity v [m/s] with |v| in [0.01, 0.2) and
+    either sign, acceleration a [m/s^2] ~ N(0, 3^2) (drawn in this order from ``rng``)."""
+    xs = rng.uniform(0, 0.024, n)
+    vs = rng.choice([-1, 1], n) * rng.uniform(0.01, 0.2, n)
+    acc = rng.normal(0, 3, n)
+    return xs, vs, acc
+
+
 def test_multisine_derivatives_are_exact_with_fade_in():
     t = np.arange(0, 4.0, 1e-4)
     x, v, a = multisine(t, 0.01, [0.002, 0.001], [1.5, 6.3], phases='schroeder', fade_in=2.0)
@@ -89,9 +98,7 @@ def test_bad_input_gives_clear_errors():
     # NaN samples are skipped, not propagated
     rng = np.random.default_rng(0)
     n = 20000
-    xs = rng.uniform(0, 0.024, n)
-    vs = rng.choice([-1, 1], n) * rng.uniform(0.01, 0.2, n)
-    acc = rng.normal(0, 3, n)
+    xs, vs, acc = _slider_samples(rng, n)
     F = 0.5 * acc + 10 * vs + 1000 * xs + 0.2 * np.sign(vs)
     F[::97] = np.nan
     p = fit_segmented(xs, vs, acc, F, EDGES)
@@ -103,9 +110,7 @@ def test_bad_input_gives_clear_errors():
 def test_recursive_equals_batch_without_forgetting_and_ignores_bad_samples():
     rng = np.random.default_rng(1)
     n = 40000
-    xs = rng.uniform(0, 0.024, n)
-    vs = rng.choice([-1, 1], n) * rng.uniform(0.01, 0.2, n)
-    acc = rng.normal(0, 3, n)
+    xs, vs, acc = _slider_samples(rng, n)
     F = 0.58 * acc + 11.5 * vs + 400 * xs + 0.3 * np.sign(vs) + rng.normal(0, 0.02, n)
     batch = fit_segmented(xs, vs, acc, F, EDGES)
     r = RecursiveSegmentedLS(EDGES, forgetting=1.0, initial_covariance=1e12)
@@ -168,9 +173,7 @@ def test_recursive_forgetting_tracks_a_stiffness_change():
     rng = np.random.default_rng(2)
     fs, n = 1000.0, 40000
     t = np.arange(n) / fs
-    xs = rng.uniform(0, 0.024, n)
-    vs = rng.choice([-1, 1], n) * rng.uniform(0.01, 0.2, n)
-    acc = rng.normal(0, 3, n)
+    xs, vs, acc = _slider_samples(rng, n)
     k = np.where(t < 20.0, 1000.0, 1500.0)
     F = 0.58 * acc + 11.5 * vs + k * xs + rng.normal(0, 0.05, n)
     r = RecursiveSegmentedLS(EDGES, forgetting=1 - 1 / (fs / 16 * 5.0), n_min=50)   # ~fs/16 samples per bin
@@ -202,9 +205,7 @@ def test_nonnegative_bounds_hold_and_leave_a_good_fit_unchanged():
     from contact_estimation.impedance.segmented import FitOptions
     rng = np.random.default_rng(3)
     n = 20000
-    xs = rng.uniform(0, 0.024, n)
-    vs = rng.choice([-1, 1], n) * rng.uniform(0.01, 0.2, n)
-    acc = rng.normal(0, 3, n)
+    xs, vs, acc = _slider_samples(rng, n)
     F = 0.0 * acc + 11.5 * vs + 800 * xs + rng.normal(0, 0.5, n)      # massless: m-hat scatters around 0
     free = fit_segmented(xs, vs, acc, F, EDGES)
     bounded = fit_segmented(xs, vs, acc, F, EDGES, FitOptions(nonnegative=True))
@@ -220,9 +221,7 @@ def test_profile_save_and_load_roundtrip_for_playback(tmp_path):
     from contact_estimation.impedance.store import load_profile, save_profile
     rng = np.random.default_rng(4)
     n = 20000
-    xs = rng.uniform(0, 0.024, n)
-    vs = rng.choice([-1, 1], n) * rng.uniform(0.01, 0.2, n)
-    acc = rng.normal(0, 3, n)
+    xs, vs, acc = _slider_samples(rng, n)
     F = 0.58 * acc + 11.5 * vs + 800 * xs + 0.3 * np.sign(vs) + rng.normal(0, 0.05, n)
     p = fit_segmented(xs, vs, acc, F, uniform_edges(0.0, 0.03, 10))      # the last 2 segments are empty
     q = load_profile(save_profile(p, tmp_path / 'p.yaml', {'joint_name': 'slider'}))
@@ -240,9 +239,7 @@ def test_tikhonov_lambda_by_gcv_smooths_a_constant_profile_but_not_a_kink():
     from contact_estimation.impedance.segmented import FitOptions
     rng = np.random.default_rng(5)
     n = 16000
-    xs = rng.uniform(0, 0.024, n)
-    vs = rng.choice([-1, 1], n) * rng.uniform(0.01, 0.2, n)
-    acc = rng.normal(0, 3, n)
+    xs, vs, acc = _slider_samples(rng, n)
     noise = rng.normal(0, 2.0, n)
     flat = fit_segmented(xs, vs, acc, 0.58 * acc + 11.5 * vs + 800 * xs + noise, EDGES,
                          FitOptions(tikhonov_select='gcv'))
