@@ -20,13 +20,6 @@ def quat_to_matrix(q) -> np.ndarray:
         np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], axis=-1)], axis=-2)
 
 
-def matrix_to_quat(R) -> np.ndarray:
-    """(…, 3, 3) rotation matrices -> (…, 4) quaternions (x, y, z, w) with w >= 0."""
-    R = np.asarray(R, dtype=float)
-    q = Rotation.from_matrix(R.reshape(-1, 3, 3)).as_quat().reshape(R.shape[:-2] + (4,))
-    return np.where(q[..., 3:4] < 0, -q, q)
-
-
 def rpy_to_matrix(rpy) -> np.ndarray:
     """Roll, pitch, yaw (rad; fixed axes x, y, z as in URDF) -> rotation matrix."""
     return Rotation.from_euler('xyz', np.asarray(rpy, dtype=float)).as_matrix()

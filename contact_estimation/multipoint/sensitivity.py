@@ -59,13 +59,6 @@ class Result:
     reason: str
 
 
-def perturbed_payload(payload: CompoundBody, mods) -> CompoundBody:
-    out = payload
-    for part, kind, amount in mods:
-        out = out.replace_part(part, perturb(out.part(part), kind, amount))
-    return out
-
-
 def run_sweep(trajectory: Trajectory, payload: CompoundBody, environment: CompoundBody, truth, *,
               rows=None, formulation: str = 'force', slide_eps: float = 1e-4, random: bool = True) -> list[Result]:
     """Estimate with every perturbation of ``rows`` (labels of ROWS; default all) on every column."""
