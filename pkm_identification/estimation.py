@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from contact_dynamics_common.signal import zero_phase_lowpass
+
 from . import dynamics as D
 from .geometry import Machine
 from .identifiability import InformationMatrix, flags as make_flags
@@ -43,12 +45,10 @@ class Result:
         return float(self.theta[self.names.index(name)])
 
 
-def zero_phase_lowpass(a: np.ndarray, fs: float, cutoff_hz: float, order: int = 8) -> np.ndarray:
-    """scipy sosfiltfilt Butterworth along axis 0 (offline; the dissertation's 10 Hz / order 8)."""
-    from scipy.signal import butter, sosfiltfilt
-    if not 0 < cutoff_hz < fs / 2:
-        raise ValueError(f'cutoff {cutoff_hz} Hz must be in (0, {fs / 2:g}) Hz')
-    return sosfiltfilt(butter(order, cutoff_hz, fs=fs, output='sos'), a, axis=0)
+def lowpass_rows(a: np.ndarray, fs: float, cutoff_hz: float, order: int = 8) -> np.ndarray:
+    """contact_dynamics_common.signal.zero_phase_lowpass along axis 0 (time) instead of the last axis
+    (offline; the dissertation's 10 Hz / order 8)."""
+    return np.moveaxis(zero_phase_lowpass(np.moveaxis(a, 0, -1), fs, cutoff_hz, order), -1, 0)
 
 
 def names_for(friction: bool) -> tuple:
@@ -110,7 +110,7 @@ def identify(m: Machine, rec: Record, *, friction: bool = False, friction_model:
                                 friction_model=friction_model)
     if lowpass_hz:
         fs = 1.0 / float(rec.t[1] - rec.t[0]) / (window if model == 'energy' else 1)
-        X, Z = zero_phase_lowpass(X, fs, lowpass_hz), zero_phase_lowpass(Z, fs, lowpass_hz)
+        X, Z = lowpass_rows(X, fs, lowpass_hz), lowpass_rows(Z, fs, lowpass_hz)
     f = ukf or make_filter(theta0, P0, R_e, m=Z.shape[1], **ukf_kw)
     if active is not None:
         f.set_active(active)

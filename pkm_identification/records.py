@@ -99,14 +99,3 @@ def with_state_noise(rec: Record, level: float, seed: int = 0) -> Record:
         return a + rng.uniform(-1, 1, a.shape) * level * rng_
 
     return replace(rec, q=noisy(rec.q), qd=noisy(rec.qd), qdd=noisy(rec.qdd), name=f'{rec.name}+{level:g}noise')
-
-
-def lowpass(rec: Record, cutoff_hz: float = 10.0, order: int = 8) -> Record:
-    """Zero-phase Butterworth low-pass (scipy sosfiltfilt) on q, qd, qdd, L, Ld and F alike, so that the
-    phase of the forces matches the accelerations (spec sec. 2.5; offline counterpart of the node's filter)."""
-    from scipy.signal import butter, sosfiltfilt
-    fs = 1.0 / float(np.median(np.diff(rec.t)))
-    sos = butter(order, cutoff_hz, fs=fs, output='sos')
-    f = lambda a: sosfiltfilt(sos, a, axis=0)      # noqa: E731
-    return replace(rec, q=f(rec.q), qd=f(rec.qd), qdd=f(rec.qdd), L=f(rec.L), Ld=f(rec.Ld), F=f(rec.F),
-                   name=f'{rec.name}+lp{cutoff_hz:g}Hz')
