@@ -13,7 +13,7 @@ from geometry_msgs.msg import PoseStamped, WrenchStamped
 from nav_msgs.msg import Odometry
 
 from contact_dynamics.msg import MultiPointContactEstimate as EstimateMsg
-from contact_dynamics_common.msgconv import stamp_to_ns
+from contact_dynamics_common.msgconv import odometry_row, pose_row, wrench_row
 from contact_dynamics_common.node import OK, WARN, EstimatorNode, RateMeter, node_main, output_qos, status
 from contact_dynamics_common.rosfill import fill
 
@@ -45,20 +45,18 @@ class MultiPointEstimatorNode(EstimatorNode):
             f"{len(self.pipeline.environment.parts)} environment parts from {p['geometry_file']}")
 
     def _on_wrench(self, msg: WrenchStamped) -> None:
-        f, t = msg.wrench.force, msg.wrench.torque
-        self.pipeline.push_wrench(stamp_to_ns(msg.header.stamp), (f.x, f.y, f.z), (t.x, t.y, t.z))
+        r = wrench_row(msg)
+        self.pipeline.push_wrench(r[0], r[1:4], r[4:7])
 
     def _on_odom(self, msg: Odometry) -> None:
         self.pipeline.pose_frame = self.pipeline.pose_frame or msg.header.frame_id
-        p, q = msg.pose.pose.position, msg.pose.pose.orientation
-        v, w = msg.twist.twist.linear, msg.twist.twist.angular
-        self.pipeline.push_pose(stamp_to_ns(msg.header.stamp), (p.x, p.y, p.z), (q.x, q.y, q.z, q.w),
-                                (v.x, v.y, v.z), (w.x, w.y, w.z))
+        r = odometry_row(msg)
+        self.pipeline.push_pose(r[0], r[1:4], r[4:8], r[8:11], r[11:14])
 
     def _on_pose(self, msg: PoseStamped) -> None:
         self.pipeline.pose_frame = self.pipeline.pose_frame or msg.header.frame_id
-        p, q = msg.pose.position, msg.pose.orientation
-        self.pipeline.push_pose(stamp_to_ns(msg.header.stamp), (p.x, p.y, p.z), (q.x, q.y, q.z, q.w))
+        r = pose_row(msg)
+        self.pipeline.push_pose(r[0], r[1:4], r[4:8])
 
     def update(self) -> None:
         self.pipeline.step()
