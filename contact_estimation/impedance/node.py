@@ -11,7 +11,9 @@ Callbacks only copy samples into the pipeline's ring buffers; the profile is upd
 from __future__ import annotations
 
 import time
+from collections import deque
 
+import numpy as np
 from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import Imu, JointState
 from std_srvs.srv import Trigger
@@ -33,7 +35,7 @@ class ImpedanceProfilerNode(EstimatorNode):
         self.rates = {'joint_states': RateMeter(), 'wrench': RateMeter(), 'imu': RateMeter()}
         self.pub = None
         self.latest = None
-        self._sample_us: list = []
+        self._sample_us: deque = deque(maxlen=200)     # update cost per sample used (us), last 200 updates
 
     def configure(self) -> None:
         p = self.params
@@ -71,7 +73,6 @@ class ImpedanceProfilerNode(EstimatorNode):
         n = self.pipeline.step()
         if n:
             self._sample_us.append((time.perf_counter() - t0) * 1e6 / n)
-            self._sample_us = self._sample_us[-200:]
         self.log_error_once(self.pipeline.last_error)
         out = publication(self.pipeline, self.params)
         if out is None:
@@ -123,7 +124,6 @@ class ImpedanceProfilerNode(EstimatorNode):
                                          error=self.pipeline.last_error if no_joint else ''))
         values = self.pipeline_values(counts)
         if self._sample_us:
-            import numpy as np
             values['update_us_per_sample_p50'] = float(np.percentile(self._sample_us, 50))
             values['update_us_per_sample_p99'] = float(np.percentile(self._sample_us, 99))
         level = OK if self.active and not self.pipeline.last_error else WARN
