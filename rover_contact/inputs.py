@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pinocchio as pin
 
 from contact_dynamics_common.params import ConfigError
 
@@ -166,11 +167,9 @@ class RoverInputs:
         if not np.all(np.isfinite(n)) or not all(np.isfinite([beta, height])):
             raise ValueError('non-finite obstacle geometry')
         if np.linalg.norm(n) > 0:
-            R = _rot(self.pose[3:7])
+            R, heading = self._attitude()
             if frame_id == base_frame:
                 n = R @ n                       # to the odometry (world) frame
-            psi = np.arctan2(R[1, 0], R[0, 0])
-            heading = np.array([np.cos(psi), np.sin(psi)])
             n_in = -n / np.linalg.norm(n)
             if n_in[:2] @ heading <= 1e-9 and abs(n_in[2]) < 1 - 1e-9:
                 raise ValueError('obstacle behind the rover (its face does not face the heading)')
@@ -224,12 +223,18 @@ class RoverInputs:
         v = m.velocity(self.twist[0:3], self.twist[3:6], dict(zip(self.names, self.jvel)))
         return q, v
 
+    def _attitude(self) -> tuple[np.ndarray, np.ndarray]:
+        """Base rotation R (world <- base) of the latest odometry and its horizontal heading (cos ψ, sin ψ),
+        ψ = atan2(R₁₀, R₀₀)."""
+        x, y, z, w = self.pose[3:7]
+        R = pin.Quaternion(w, x, y, z).toRotationMatrix()
+        psi = np.arctan2(R[1, 0], R[0, 0])
+        return R, np.array([np.cos(psi), np.sin(psi)])
+
     def forward_speed(self) -> float:
         """Base speed along its heading in the world [m/s]."""
-        R = _rot(self.pose[3:7])
-        v_world = R @ self.twist[0:3]
-        psi = np.arctan2(R[1, 0], R[0, 0])
-        return float(v_world[0] * np.cos(psi) + v_world[1] * np.sin(psi))
+        R, heading = self._attitude()
+        return float((R @ self.twist[0:3])[0:2] @ heading)
 
     def time_to_contact(self) -> float:
         """(distance − distance driven along the heading since the hypothesis arrived) / approach speed [s];
@@ -239,11 +244,9 @@ class RoverInputs:
         v = self.forward_speed()
         if v <= 1e-9:
             return float('inf')
-        R = _rot(self.pose[3:7])
-        psi = np.arctan2(R[1, 0], R[0, 0])
         driven = 0.0
         if self.obstacle.origin is not None:
-            driven = float((self.pose[0:2] - self.obstacle.origin[0:2]) @ np.array([np.cos(psi), np.sin(psi)]))
+            driven = float((self.pose[0:2] - self.obstacle.origin[0:2]) @ self._attitude()[1])
         return max(self.obstacle.distance - driven, 0.0) / v
 
     def slip(self) -> float:
@@ -257,9 +260,3 @@ class RoverInputs:
                 worst = max(worst, abs((abs(Rw) - v) / abs(Rw)))
         return worst
 
-
-def _rot(q_xyzw: np.ndarray) -> np.ndarray:
-    x, y, z, w = q_xyzw
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
