@@ -27,11 +27,6 @@ def contact_height(beta, radius: float):
     return radius * (1.0 - np.cos(beta))
 
 
-def n_in_gmdl(beta: float) -> np.ndarray:
-    """Inward normal (wheel centre into the obstacle), GMDL axes: (sin β, −cos β, 0)."""
-    return np.array([np.sin(beta), -np.cos(beta), 0.0])
-
-
 def n_in_ros(beta: float, heading: float = 0.0) -> np.ndarray:
     """Inward normal in a gravity-levelled ROS frame for a face ahead along ``heading`` (yaw):
     (sin β cos ψ, sin β sin ψ, −cos β)."""
