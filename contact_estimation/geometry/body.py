@@ -59,10 +59,6 @@ class CompoundBody:
     def names(self) -> list[str]:
         return [p.name for p in self.parts]
 
-    def replace_part(self, name: str, new: poly.ConvexPolytope) -> CompoundBody:
-        parts = [new if p.name == name else p for p in self.parts]
-        return replace(self, parts=parts)
-
     def world_parts(self) -> list[poly.ConvexPolytope]:
         """Parts moved by this body's (fixed) pose."""
         return [p.transformed(self.rotation, self.position) for p in self.parts]
