@@ -41,10 +41,6 @@ class Machine:
     def theta12(self) -> np.ndarray:
         return np.array([float(self.inertia[k]) for k in INERTIA_NAMES_12])
 
-    def with_inertia(self, **values) -> Machine:
-        m = Machine(**{**self.__dict__, 'inertia': {**self.inertia, **values}})
-        return m
-
 
 def machines_dir() -> Path:
     from contact_dynamics_common.cli import config_dir

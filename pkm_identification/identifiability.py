@@ -90,10 +90,6 @@ class InformationMatrix:
         return self.samples > 0 and self.force_sq <= (ratio ** 2) * max(self.model_sq, 1e-300)
 
 
-def structural_never(model_null_names: tuple[str, ...], names: tuple[str, ...]) -> np.ndarray:
-    return np.array([n in model_null_names for n in names])
-
-
 def flags(names, theta, std, excitation, active, never=None, converged_rel: float = 0.02,
           excited_min: float = 0.19) -> list[str]:
     """Per-parameter flag (see module docstring). ``excitation`` from InformationMatrix.excitation or

@@ -17,17 +17,9 @@ from scipy.spatial.transform import Rotation
 from .geometry import Machine
 
 
-class KinematicsError(ValueError):
-    """Forward kinematics that did not converge or a pose at a singularity."""
-
-
 def rotation(euler: np.ndarray) -> np.ndarray:
     """(N, 3) z-x-z Euler angles -> (N, 3, 3) R = Rz(phi) Rx(theta) Rz(psi)."""
     return Rotation.from_euler('ZXZ', np.atleast_2d(euler)).as_matrix()
-
-
-def euler_from_rotation(R: np.ndarray) -> np.ndarray:
-    return Rotation.from_matrix(R).as_euler('ZXZ')
 
 
 def u_matrix(euler: np.ndarray) -> np.ndarray:

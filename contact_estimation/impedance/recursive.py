@@ -204,9 +204,5 @@ class RecursiveSegmentedLS:
                                       'per '
                                       '(position segment, direction of travel)')
 
-    @property
-    def effective_samples(self) -> np.ndarray:
-        return self.weight.reshape(2, self.nseg)
-
 
 __all__ = ['RecursiveSegmentedLS', 'DIRECTIONS', 'SCALE']

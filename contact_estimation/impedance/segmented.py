@@ -102,9 +102,6 @@ class ImpedanceProfile:
         c = self.value('intercept')
         return -0.5 * (c[0] + c[1])
 
-    def segment_of(self, x) -> np.ndarray:
-        return segment_index(np.asarray(x, dtype=float), self.edges)
-
     def force(self, x, v, a, v_deadband: float = 0.0, blend: bool = False) -> np.ndarray:
         """Playback F(x, v, a) for haptics/simulation; |v| <= v_deadband uses the mean of both directions.
 
