@@ -19,7 +19,8 @@ LEVELS = {'ok': OK, 'warn': WARN, 'error': ERROR}
 class RoverNode(EstimatorNode):
     """EstimatorNode with the rover inputs. Subclasses set ``pipeline_class`` (built as
     ``pipeline_class(params, model=None)``, with ``inputs``, ``model``) and call ``subscribe_rover_inputs()``
-    from ``configure()``."""
+    from ``configure()`` and ``drain_inputs()`` first in ``update()``. The input callbacks only queue the
+    message; validation and the push into ``pipeline.inputs`` run, in arrival order, in ``drain_inputs``."""
 
     pipeline_class: type = None
 
@@ -30,20 +31,34 @@ class RoverNode(EstimatorNode):
         self.description_error = ''
         self.description_state = "waiting for robot_description (using the role map's URDF)"
         self.rates = {'joint_states': RateMeter(), 'odometry': RateMeter(), 'obstacle': RateMeter()}
+        self._pending: list = []                 # (push function, message) in arrival order
 
     def subscribe_rover_inputs(self) -> None:
         p = self.params
         d = p['input_queue_size']
         self.add_input(JointState, p['joint_states_topic'], self.rates['joint_states'],
-                       lambda msg: push_joint_state_msg(self.pipeline.inputs, msg), d)
+                       lambda msg: self._pending.append((self._push_joint_state, msg)), d)
         self.add_input(Odometry, p['odom_topic'], self.rates['odometry'],
-                       lambda msg: push_odometry_msg(self.pipeline.inputs, msg), d)
-        self.add_input(ObstacleHypothesis, p['obstacle_topic'], self.rates['obstacle'], self._on_obstacle, 10)
+                       lambda msg: self._pending.append((self._push_odometry, msg)), d)
+        self.add_input(ObstacleHypothesis, p['obstacle_topic'], self.rates['obstacle'],
+                       lambda msg: self._pending.append((self._push_obstacle, msg)), 10)
         if p['robot_description_topic']:
             self.create_subscription(String, p['robot_description_topic'], self._on_description,
                                      latched_qos())
 
-    def _on_obstacle(self, msg) -> None:
+    def drain_inputs(self) -> None:
+        """Validate and push the queued input messages into ``pipeline.inputs`` in arrival order."""
+        pending, self._pending = self._pending, []
+        for push, msg in pending:
+            push(msg)
+
+    def _push_joint_state(self, msg) -> None:
+        push_joint_state_msg(self.pipeline.inputs, msg)
+
+    def _push_odometry(self, msg) -> None:
+        push_odometry_msg(self.pipeline.inputs, msg)
+
+    def _push_obstacle(self, msg) -> None:
         if not push_obstacle_msg(self.pipeline.inputs, msg, self.params['base_frame']):
             self.get_logger().warning(self.pipeline.inputs.last_error)
 
@@ -54,6 +69,7 @@ class RoverNode(EstimatorNode):
             self.description_error = str(exc)
             self.get_logger().error(f'{exc}; keeping the previous model')
             return
+        self._pending.clear()                   # inputs queued for the previous model are dropped with it
         self.pipeline = self.pipeline_class(self.params, model)
         self.description_error = ''
         self.description_state = 'model built from the latest robot_description'
@@ -62,6 +78,7 @@ class RoverNode(EstimatorNode):
     def reset_estimation(self) -> None:
         if self.pipeline is not None:
             # keeps a model built from robot_description
+            self._pending.clear()
             self.pipeline = self.pipeline_class(self.params, self.pipeline.model)
 
     def rate_statuses(self) -> list:

@@ -5,7 +5,8 @@ Subscribes  joint_states_topic (sensor_msgs/JointState), odom_topic (nav_msgs/Od
             robot_description_topic (std_msgs/String, transient local) when set.
 Publishes   ~/impact_indicator (contact_dynamics/ImpactIndicator) at publish_rate, /diagnostics.
 Services    ~/reset (forget inputs), lifecycle services.
-Callbacks validate and keep the latest sample; the evaluation runs on the timer (ImpactPipeline).
+Callbacks only queue the message; the timer validates the queued samples in arrival order (drain_inputs) and runs
+the evaluation (ImpactPipeline).
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ class ImpactIndicatorNode(RoverNode):
                                f"ground_mode {p['ground_mode']}, {p['publish_rate']:g} Hz")
 
     def update(self) -> None:
+        self.drain_inputs()
         fields = self.pipeline.step(self.get_clock().now().nanoseconds)
         if fields is None:
             self.log_error_once(self.pipeline.last_status if self.pipeline.level == 'error' else '')

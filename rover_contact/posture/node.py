@@ -63,6 +63,7 @@ class PostureEvaluatorNode(RoverNode):
         try:
             if self.pipeline is None:
                 raise ValueError('node not configured')
+            self.drain_inputs()                  # the hypothesis uses the latest odometry orientation
             n = o.face_normal_out
             hyp = self.pipeline.inputs.hypothesis(stamp_to_ns(o.header.stamp), o.header.frame_id, (n.x, n.y, n.z),
                                                   o.beta_rad, o.height_m, o.distance_m, list(o.contact_wheels),
@@ -84,6 +85,7 @@ class PostureEvaluatorNode(RoverNode):
         return response
 
     def update(self) -> None:
+        self.drain_inputs()
         fields = self.pipeline.step(self.get_clock().now().nanoseconds)
         if fields is not None:
             self.pub.publish(fill(PostureEvaluation(), fields))
