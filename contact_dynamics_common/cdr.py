@@ -84,6 +84,12 @@ class _Gen:
         lines.append(f'b += {structs}[(len(b) - 4) & 7].pack({values})')
         run.items = []
 
+    def count(self, v: str, types: tuple[str, ...], lines: list[str]) -> None:
+        """The uint32 element count of sequence ``v`` (4-aligned), after checking its container type."""
+        lines.append('if ' + ' and '.join(f'type({v}) is not {t}' for t in types) + ': raise TypeError')
+        lines.append(f'b += {self.const(_pad_table(4))}[(len(b) - 4) & 3]')
+        lines.append(f'b += _U32(len({v}))')
+
     def fields(self, type_key: str, m: str, lines: list[str], run: _Run) -> None:
         if type_key not in self.types:
             raise KeyError(type_key)
@@ -105,9 +111,7 @@ class _Gen:
                     self.flush(run, lines)
                     v = self.var()
                     lines.append(f'{v} = {value}')
-                    lines.append(f'if type({v}) is not list and type({v}) is not tuple: raise TypeError')
-                    lines.append(f'b += {self.const(_pad_table(4))}[(len(b) - 4) & 3]')
-                    lines.append(f'b += _U32({"len(" + v + ")"})')
+                    self.count(v, ('list', 'tuple'), lines)
                     lines.append(f'if {v}:')
                     lines.append(f'    b += {self.const(_pad_table(size))}[(len(b) - 4) & {_mask(size)}]')
                     lines.append(f"    b += struct.pack('<%d{code}' % len({v}), *{v})")
@@ -119,9 +123,7 @@ class _Gen:
                     v = self.var()
                     lines.append(f'{v} = {value}')
                     if f.size is None:
-                        lines.append(f'if type({v}) is not list and type({v}) is not tuple: raise TypeError')
-                        lines.append(f'b += {self.const(_pad_table(4))}[(len(b) - 4) & 3]')
-                        lines.append(f'b += _U32(len({v}))')
+                        self.count(v, ('list', 'tuple'), lines)
                     else:
                         lines.append(f'if len({v}) != {f.size}: raise ValueError')
                     lines.append(f'for s in {v}:')
@@ -136,9 +138,7 @@ class _Gen:
                 v = self.var()
                 lines.append(f'{v} = {value}')
                 if f.size is None:
-                    lines.append(f'if type({v}) is not list: raise TypeError')
-                    lines.append(f'b += {self.const(_pad_table(4))}[(len(b) - 4) & 3]')
-                    lines.append(f'b += _U32(len({v}))')
+                    self.count(v, ('list',), lines)
                 else:
                     lines.append(f'if type({v}) is not list or len({v}) != {f.size}: raise ValueError')
                 lines.append(f'for {e} in {v}:')
