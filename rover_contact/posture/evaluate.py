@@ -278,8 +278,7 @@ class PostureEvaluator:
         frac = np.where(T > 0, score / T, 0.0)
         key_score = np.where(feasible, score, np.inf)
         order = np.lexsort((change, frac, max_share, key_score, ~feasible))
-        for arr in (tc_free,):
-            arr[~ok_in] = np.nan
+        tc_free[~ok_in] = np.nan
         if not 0.17 <= obstacle.beta <= np.pi / 2 + 1e-9:
             warnings.append(f'beta {np.rad2deg(obstacle.beta):.1f} deg outside the validated range 10-90 deg')
         return Evaluation(candidates=list(candidates), t_c_free=tc_free, t_c_rigid=tc_rigid, score=score,
