@@ -5,11 +5,16 @@ exactly the same content.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from contact_dynamics_common.msgconv import ns_to_sec_nanosec
 
 from .segmented import PARAMS, UNITS, ImpedanceProfile
+
+if TYPE_CHECKING:
+    from .pipeline import ImpedancePipeline
 
 MSG_TYPE = 'contact_dynamics/msg/ImpedanceProfile'
 TOPIC = '~/profile'
@@ -56,3 +61,20 @@ def summary_line(msg_type: str, fields: dict) -> str | None:
         return '[' + ' '.join(f'{v:.4g}' for v in fields[name]) + ']'
     return (f"valid = {fields['valid']}; k+ = {r('stiffness_pos')} N/m; b+ = {r('damping_pos')}; "
             f"m+ = {r('mass_pos')}")
+
+
+def publication(pipeline: ImpedancePipeline, params: dict) -> dict | None:
+    """Fields of the current profile (None before the first sample updated it)."""
+    if not pipeline.counts['samples_used']:
+        return None
+    frame = params['frame_id'] or pipeline.wrench_frame or params['joint_name']
+    extras = {'sample_rate_hz': pipeline.conditioner.measured_rate,
+              'cutoff_frequency_hz': params['cutoff_frequency'],
+              'forgetting_factor': params['forgetting_factor'], 'min_velocity': params['min_velocity'],
+              'covariance_correlation_samples': pipeline.conditioner.correlation,
+              'unpaired': float(pipeline.counts['unpaired']),
+              'delay_s': '1 sample + causal Butterworth group delay (same on x, v, a, F)'}
+    return profile_fields(pipeline.profile(), stamp_ns=pipeline.newest_ns, frame_id=frame,
+                          joint_name=params['joint_name'], force_source=params['force_source'],
+                          algorithm='recursive_segmented_ls', samples_used=pipeline.counts['samples_used'],
+                          extras=extras)

@@ -24,7 +24,7 @@ from contact_dynamics_common.node import OK, WARN, EstimatorNode, RateMeter, nod
 from contact_dynamics_common.rosfill import fill
 
 from .config import NODE_NAME, PARAMS
-from .offline import publication
+from .messages import publication
 from .pipeline import ImpedancePipeline
 
 

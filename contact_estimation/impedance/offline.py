@@ -4,29 +4,12 @@ from __future__ import annotations
 from contact_dynamics_common.offline_node import OfflineNodeBase
 
 from .config import NODE_NAME
-from .messages import MSG_TYPE, TOPIC, profile_fields
+from .messages import MSG_TYPE, TOPIC, publication
 from .pipeline import ImpedancePipeline
 
 WRENCH = 'geometry_msgs/msg/WrenchStamped'
 JOINT_STATE = 'sensor_msgs/msg/JointState'
 IMU = 'sensor_msgs/msg/Imu'
-
-
-def publication(pipeline: ImpedancePipeline, params: dict) -> dict | None:
-    """Fields of the current profile (None before the first sample updated it)."""
-    if not pipeline.counts['samples_used']:
-        return None
-    frame = params['frame_id'] or pipeline.wrench_frame or params['joint_name']
-    extras = {'sample_rate_hz': pipeline.conditioner.measured_rate,
-              'cutoff_frequency_hz': params['cutoff_frequency'],
-              'forgetting_factor': params['forgetting_factor'], 'min_velocity': params['min_velocity'],
-              'covariance_correlation_samples': pipeline.conditioner.correlation,
-              'unpaired': float(pipeline.counts['unpaired']),
-              'delay_s': '1 sample + causal Butterworth group delay (same on x, v, a, F)'}
-    return profile_fields(pipeline.profile(), stamp_ns=pipeline.newest_ns, frame_id=frame,
-                          joint_name=params['joint_name'], force_source=params['force_source'],
-                          algorithm='recursive_segmented_ls', samples_used=pipeline.counts['samples_used'],
-                          extras=extras)
 
 
 class OfflineImpedanceProfiler(OfflineNodeBase):
