@@ -39,6 +39,7 @@ def write_approach_bag(path, model_yaml: str = 'rover_pr3d_roles.yaml', speed: f
                        distance: float = 0.3, rate: float = 50.0, duration: float = 3.0, perturb: float = 0.0,
                        ground_mode: str = 'both', overwrite: bool = True) -> dict:
     from contact_dynamics_common.bag import BagWriter
+    from contact_dynamics_common.msgconv import ns_to_sec_nanosec
     model = load_model({'model_yaml': model_yaml, 'urdf_path': ''})
     q, v = approach_state(model, speed)
     v_meas = v + constraint_perturbation(model, q, perturb)
@@ -57,7 +58,7 @@ def write_approach_bag(path, model_yaml: str = 'rover_pr3d_roles.yaml', speed: f
     with BagWriter(path, custom_data={'ground_truth': truth}, overwrite=overwrite) as bag:
         for k in range(n):
             t_ns = t0 + int(round(k * 1e9 / rate))
-            stamp = {'sec': t_ns // 10**9, 'nanosec': t_ns % 10**9}
+            stamp = dict(zip(('sec', 'nanosec'), ns_to_sec_nanosec(t_ns)))
             x = speed * k / rate
             bag.write('/joint_states', 'sensor_msgs/msg/JointState',
                       {'header': {'stamp': stamp, 'frame_id': ''}, 'name': names,
@@ -71,12 +72,10 @@ def write_approach_bag(path, model_yaml: str = 'rover_pr3d_roles.yaml', speed: f
                        'twist': {'twist': {'linear': dict(zip('xyz', map(float, v_meas[0:3]))),
                                            'angular': dict(zip('xyz', map(float, v_meas[3:6])))}}}, t_ns)
             if k % max(1, int(rate / 2)) == 0:
-                bag.write('/impact_indicator/obstacle', 'contact_dynamics/msg/ObstacleHypothesis',
-                          {'header': {'stamp': stamp, 'frame_id': 'odom'}, 'beta_rad': float(beta),
-                           'distance_m': float(max(distance - x, 1e-6)), 'contact_wheels': wheels}, t_ns)
-                bag.write('/posture_evaluator/obstacle', 'contact_dynamics/msg/ObstacleHypothesis',
-                          {'header': {'stamp': stamp, 'frame_id': 'odom'}, 'beta_rad': float(beta),
-                           'distance_m': float(max(distance - x, 1e-6)), 'contact_wheels': wheels}, t_ns)
+                obstacle = {'header': {'stamp': stamp, 'frame_id': 'odom'}, 'beta_rad': float(beta),
+                            'distance_m': float(max(distance - x, 1e-6)), 'contact_wheels': wheels}
+                for topic in ('/impact_indicator/obstacle', '/posture_evaluator/obstacle'):
+                    bag.write(topic, 'contact_dynamics/msg/ObstacleHypothesis', obstacle, t_ns)
     with open(Path(path) / 'truth.yaml', 'w', encoding='utf-8') as f:
         yaml.safe_dump(truth, f, sort_keys=False)
     return truth
