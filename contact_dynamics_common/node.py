@@ -90,24 +90,41 @@ class InputStats(RateMeter):
     event reports (Fast DDS: transport-level losses only, not keep-last queue overwrites).
     """
 
+    #: MessageInfo dicts kept by the callback before they are counted (bounds the pending list)
+    FOLD_AT = 4096
+
     def __init__(self, window: int = 200):
         super().__init__(window)
-        self.lost_in_queue = 0
+        self._lost_in_queue = 0
         self.lost_reported = 0
         self._last_seq: dict[bytes, int] = {}
+        self._infos: list = []
 
     def sequence(self, info) -> None:
-        """Count the publications skipped since this publisher's previous message (MessageInfo dict)."""
-        seq = info.get('publication_sequence_number')
-        if seq is None:
-            return
-        gid = info.get('publisher_gid')
-        key = bytes(gid['data']) if gid else b''
-        last = self._last_seq.get(key)
-        if last is None or seq > last:
-            if last is not None:
-                self.lost_in_queue += seq - last - 1
-            self._last_seq[key] = seq
+        """Keep a message's MessageInfo dict (callback side: only a copy); counted when the losses are read."""
+        self._infos.append(info)
+        if len(self._infos) >= self.FOLD_AT:
+            self._fold()
+
+    def _fold(self) -> None:
+        """Count the publications skipped since each publisher's previous message, over the kept infos."""
+        infos, self._infos = self._infos, []
+        for info in infos:
+            seq = info.get('publication_sequence_number')
+            if seq is None:
+                continue
+            gid = info.get('publisher_gid')
+            key = bytes(gid['data']) if gid else b''
+            last = self._last_seq.get(key)
+            if last is None or seq > last:
+                if last is not None:
+                    self._lost_in_queue += seq - last - 1
+                self._last_seq[key] = seq
+
+    @property
+    def lost_in_queue(self) -> int:
+        self._fold()
+        return self._lost_in_queue
 
     def lost(self) -> int:
         return max(self.lost_in_queue, self.lost_reported)
