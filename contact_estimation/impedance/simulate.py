@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from contact_dynamics_common.msgconv import ns_to_sec_nanosec
+
 from .plant import MeasurementModel, plant_dict
 from .scenarios import SCENARIOS, Record, simulate
 
@@ -38,7 +40,7 @@ def write_bag(rec: Record, path: str | Path, *, overwrite: bool = False, joint_n
         zero3 = {'x': 0.0, 'y': 0.0, 'z': 0.0}
         cov9 = [0.0] * 9
         for i in range(len(stamps)):
-            sec, nsec = divmod(int(stamps[i]), 10**9)
+            sec, nsec = ns_to_sec_nanosec(stamps[i])
             stamp = {'sec': sec, 'nanosec': nsec}
             f = float(rec.F_meas[i])
             bag.write('/joint_states', 'sensor_msgs/msg/JointState',
