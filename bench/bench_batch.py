@@ -16,8 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from _common import ROOT  # also puts the repository on sys.path
 
 from contact_dynamics_common.batch import run_batch  # noqa: E402
 from contact_estimation.single_point.simulate import KelvinVoigt1Dof, write_bag  # noqa: E402

@@ -27,8 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from _common import ROOT  # also puts the repository on sys.path
 TOPICS = ['/wrench', '/joint_states']
 
 

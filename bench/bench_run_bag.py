@@ -19,8 +19,7 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from _common import ROOT  # also puts the repository on sys.path
 
 from contact_dynamics_common.bag import BagReader  # noqa: E402
 from contact_dynamics_common.cli import load_offline_nodes  # noqa: E402
