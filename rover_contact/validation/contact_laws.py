@@ -19,8 +19,7 @@ def gonthier_d(e: float) -> float:
     if e == 1.0:
         return 0.0
     g = lambda d: np.log1p(d / e) - np.log1p(-d) - d * (1.0 + 1.0 / e)
-    lo, hi = 1e-9, 1.0 - 1e-15
-    lo = 1e-6
+    lo, hi = 1e-6, 1.0 - 1e-15
     while g(lo) >= 0 and lo < 0.5:       # g < 0 just above the trivial root
         lo *= 2
     for _ in range(200):
