@@ -63,21 +63,6 @@ class RingBuffer:
         rows = np.array([r for _, r in staged], dtype=np.float64).reshape(n, self.width)
         self._extend(stamps, rows)
 
-    def append_now(self, stamp_ns: int, row) -> None:
-        """Copy one sample straight into the arrays."""
-        self._flush()
-        i = self._head
-        self._stamps[i] = stamp_ns
-        self._rows[i] = row
-        self._head = (i + 1) % self.capacity
-        self.appended += 1
-        if self._size == self.capacity:
-            self._overflowed += 1
-        else:
-            self._size += 1
-            if self._size > self._high_water:
-                self._high_water = self._size
-
     def extend(self, stamps_ns: np.ndarray, rows: np.ndarray) -> None:
         """Copy a block of samples in, oldest first."""
         self._flush()
