@@ -14,6 +14,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
+from contact_dynamics_common.msgconv import ns_to_sec_nanosec
 from contact_dynamics_common.ros_env import isolated_ros_env
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,7 +51,7 @@ def run_to_exit(module: str, *ros_args: str, timeout: float = 20.0) -> tuple[int
 
 def set_stamp(header, ns: int) -> None:
     """header.stamp = ``ns`` nanoseconds."""
-    header.stamp.sec, header.stamp.nanosec = divmod(int(ns), 10**9)
+    header.stamp.sec, header.stamp.nanosec = ns_to_sec_nanosec(ns)
 
 
 def paced(times_s, speed: float = 1.0):

@@ -16,6 +16,7 @@ import time
 import numpy as np
 import pytest
 
+from contact_dynamics_common.msgconv import ns_to_sec_nanosec
 from contact_dynamics_common.params import validate_all
 from contact_dynamics_common.ringbuffer import RingBuffer
 from contact_estimation.single_point.config import PARAMS
@@ -173,7 +174,7 @@ def test_flooded_node_accounts_for_every_sample(executor, monkeypatch):
                 delay = t0 + i / 4000.0 - time.perf_counter()
                 if delay > 0:
                     time.sleep(delay)
-            sec, nsec = divmod(int(m['stamp_ns'][i]), 10**9)
+            sec, nsec = ns_to_sec_nanosec(m['stamp_ns'][i])
             w.header.stamp.sec, w.header.stamp.nanosec = sec, nsec
             w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = (float(v) for v in m['force_meas'][i])
             j.header.stamp.sec, j.header.stamp.nanosec = sec, nsec
