@@ -26,11 +26,11 @@ def cpu_seconds(pid: int) -> float:
 
 def latest_statuses(diags: list) -> dict[str, dict]:
     """The latest report of each /diagnostics status: name -> {'level', 'message', key: value...}."""
+    from contact_dynamics_common.node import status_fields
     out: dict = {}
     for arr in diags:
         for st in arr.status:
-            out[st.name] = {'level': st.level, 'message': st.message,
-                            **{kv.key: kv.value for kv in st.values}}
+            out[st.name] = status_fields(st)
     return out
 
 

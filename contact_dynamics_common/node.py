@@ -169,6 +169,11 @@ def status(name: str, level: bytes, message: str, values: dict, hardware_id: str
     return DiagnosticStatus(level=level, name=name, message=message, hardware_id=hardware_id, values=kv)
 
 
+def status_fields(st: DiagnosticStatus) -> dict:
+    """A received DiagnosticStatus as {'level', 'message', key: value...} (values as the strings sent)."""
+    return {'level': st.level, 'message': st.message, **{kv.key: kv.value for kv in st.values}}
+
+
 class EstimatorNode(LifecycleNode):
     """Base of the estimator nodes: a managed (lifecycle) node with validated parameters, a reset
     service, /diagnostics and an update timer.

@@ -15,6 +15,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 from contact_dynamics_common.msgconv import ns_to_sec_nanosec
+from contact_dynamics_common.node import status_fields
 from contact_dynamics_common.ros_env import isolated_ros_env
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -97,8 +98,7 @@ class Listener:
         for arr in reversed(self.get('/diagnostics')):
             for st in arr.status:
                 if st.name == name:
-                    return {'level': st.level, 'message': st.message,
-                            **{kv.key: kv.value for kv in st.values}}
+                    return status_fields(st)
         return {}
 
     def wait_for(self, predicate, timeout: float, period: float = 0.05) -> bool:
