@@ -47,14 +47,18 @@ def assert_same_replay(bag: Path, cfg: Path, monkeypatch, batched: bool = True):
     with monkeypatch.context() as m:
         m.setattr(ContactPipeline, '_replay_stepwise' if batched else '_replay_batched', _forbidden)
         result = replay(BagReader(bag), load_offline_nodes(cfg))
-    assert result.status == reference.status
-    assert set(result.outputs) == set(reference.outputs)
-    for topic, ref in reference.outputs.items():
-        got = result.outputs[topic]
-        assert [t for t, _ in got] == [t for t, _ in ref], topic
-        for (t, a), (_, b) in zip(got, ref):
-            assert_same_fields(a, b, f'{topic}@{t}')
+    assert_same_result(result, reference)
     return result
+
+
+def assert_same_result(got, ref):
+    """Same status counters, topics and output stamps; fields equal per ``assert_same_fields``."""
+    assert got.status == ref.status
+    assert set(got.outputs) == set(ref.outputs)
+    for topic, items in ref.outputs.items():
+        assert [t for t, _ in got.outputs[topic]] == [t for t, _ in items], topic
+        for (t, a), (_, b) in zip(got.outputs[topic], items):
+            assert_same_fields(a, b, f'{topic}@{t}')
 
 
 def _forbidden(*args, **kwargs):

@@ -7,6 +7,7 @@ window, between a wrench sample and the joint-state burst it waits for. Every ou
 tick-by-tick reference (``batched=False``) and the whole-record ``replay_all`` (numbers to 1e-9 relative,
 everything else exactly), with identical status counters.
 """
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -18,19 +19,10 @@ from contact_dynamics_common.replay import ReplayResult, replay
 from contact_estimation.single_point.pipeline import ContactPipeline
 from contact_estimation.single_point.simulate import KelvinVoigt1Dof, write_bag
 
-from test_batched_replay import assert_same_fields, config, write_columns
+from test_batched_replay import assert_same_result, config, write_columns
 
 
 # ------------------------------------------------------------------ helpers
-def assert_same_result(got: ReplayResult, ref: ReplayResult):
-    assert got.status == ref.status
-    assert set(got.outputs) == set(ref.outputs)
-    for topic, items in ref.outputs.items():
-        assert [t for t, _ in got.outputs[topic]] == [t for t, _ in items], topic
-        for (t, a), (_, b) in zip(got.outputs[topic], items):
-            assert_same_fields(a, b, f'{topic}@{t}')
-
-
 def whole_record(bag: Path, cfg: Path) -> ReplayResult:
     """Today's one-pass replay: the node's replay_all on every column of the bag at once."""
     reader = BagReader(bag)
@@ -49,7 +41,7 @@ def check_all_ways(bag: Path, cfg: Path, chunks=(0.05, 0.13, 0.5, 10.0), monkeyp
     reference = replay(BagReader(bag), load_offline_nodes(cfg), batched=False, chunk_s=1e9)
     assert_same_result(whole_record(bag, cfg), reference)
     for chunk_s in chunks:
-        ctx = monkeypatch.context() if monkeypatch is not None else _nullctx()
+        ctx = monkeypatch.context() if monkeypatch is not None else nullcontext()
         with ctx as m:
             if m is not None:                   # the one-pass path must be taken in every chunk
                 m.setattr(ContactPipeline, '_replay_stepwise', _forbidden)
@@ -59,14 +51,6 @@ def check_all_ways(bag: Path, cfg: Path, chunks=(0.05, 0.13, 0.5, 10.0), monkeyp
         assert_same_result(replay(BagReader(bag), load_offline_nodes(cfg), batched=False, chunk_s=chunk_s),
                            reference)
     return reference
-
-
-class _nullctx:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False
 
 
 def _forbidden(*args, **kwargs):
