@@ -1,4 +1,48 @@
-"""contact_dynamics_common: the one home of what the three packages share: parameters, ring buffers,
-time-stamp hygiene, signal conditioning, message conversion, rosbag2 MCAP I/O, bag playback, offline
-replay, reports, the trust checks every estimator's verdict uses (``trust``), the ROS node base and the
-``contact-dynamics`` command line."""
+"""contact_dynamics_common: the one home of what the three packages share, one sub-package per job:
+
+- ``signal``: signal conditioning (derivatives, filters, stamp gate, ring buffers);
+- ``trust``: trust checks every estimator's verdict uses, and the randomized calibration runner;
+- the rosbag2 I/O, the ROS node base and parameters, offline replay, reports and the ``contact-dynamics``
+  command line.
+
+It imports no capability package. Modules that moved into a sub-package keep their old import path for one
+release: ``contact_dynamics_common.<old>`` is the same module object as its new home (``_MOVED`` below).
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+
+#: old module name -> its new home (relative to this package); the alias finder below serves the old name
+_MOVED = {
+    'stamps': 'signal.stamps',
+    'ringbuffer': 'signal.ringbuffer',
+}
+
+
+class _MovedModuleAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """``contact_dynamics_common.<old>`` -> the module at its new home (the same module object)."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        pkg, _, name = fullname.rpartition('.')
+        if pkg == __name__ and name in _MOVED:
+            return importlib.util.spec_from_loader(fullname, self)
+        return None
+
+    def create_module(self, spec):
+        return importlib.import_module(f'{__name__}.{_MOVED[spec.name.rpartition(".")[2]]}')
+
+    def exec_module(self, module):
+        pass
+
+
+if not any(isinstance(f, _MovedModuleAlias) for f in sys.meta_path):
+    sys.meta_path.append(_MovedModuleAlias())
+
+
+def __getattr__(name: str):
+    if name in _MOVED:
+        return importlib.import_module(f'{__name__}.{_MOVED[name]}')
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

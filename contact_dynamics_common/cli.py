@@ -10,6 +10,7 @@ Built-in commands work on any bag and any registered node:
   contact-dynamics simulate NAME --out BAG [...]        write a simulated experiment with its ground truth
   contact-dynamics demo [NAME...] [--workdir DIR]       simulate, estimate offline, compare with the truth
   contact-dynamics plugins                              what every installed package registered
+  contact-dynamics calibrate [--runs N] [--family P]    randomized calibration of every registered family
 The other commands, simulators, offline nodes and demos come from the installed packages' plug-ins
 (contact_dynamics_common.registry); `contact-dynamics --help` lists them.
 """
@@ -169,6 +170,8 @@ def _cmd_plugins(args) -> int:
             print(f'  offline node  {n.node_name:24s} {n.factory}  (params {n.params})')
         for d in plugin.demos:
             print(f'  demo          {d.name:24s} {d.target}')
+        for c in plugin.calibrations:
+            print(f'  calibration   {c.name:24s} {c.target}')
     for err in reg.errors:
         print(f'error: {err}', file=sys.stderr)
     return 1 if reg.errors else 0
@@ -195,6 +198,7 @@ BUILTIN = {
     'simulate': 'write a simulated experiment bag with its ground truth (see simulate --help)',
     'demo': 'simulate, estimate offline and print estimates vs truth (every registered demo)',
     'plugins': 'list what every installed package registered (commands, simulators, offline nodes, demos)',
+    'calibrate': 'randomized calibration: coverage, confident-wrong and false-refusal rates of every family',
 }
 
 
@@ -226,6 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument('names', nargs='*', help=f"demos to run (default all: {', '.join(reg.demos) or 'none'})")
     demo.add_argument('--workdir', default='out/demo')
     sub.add_parser('plugins', help=BUILTIN['plugins'])
+    sub.add_parser('calibrate', help=BUILTIN['calibrate'], add_help=False)
     for name, command in reg.commands.items():
         sub.add_parser(name, help=command.help.replace('%', '%%'), add_help=False)  # argparse formats help with %
     return parser
@@ -240,6 +245,9 @@ def main(argv: list[str] | None = None) -> int:
         return play_main(argv[1:])
     if argv[:1] == ['simulate']:
         return _guarded('simulate', _cmd_simulate, argv[1:])
+    if argv[:1] == ['calibrate']:
+        from .trust.calibration import main as calibrate_main
+        return _guarded('calibrate', calibrate_main, argv[1:])
     if argv and argv[0] in commands and argv[0] not in BUILTIN:
         return _guarded(argv[0], load_target(commands[argv[0]].target), argv[1:])
     args = parser.parse_args(argv)

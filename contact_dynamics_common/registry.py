@@ -3,7 +3,7 @@
 ``contact_dynamics_common`` imports no capability package. A package describes what it offers in one
 light module (by convention ``<package>/plugin.py``) holding ``PLUGIN = Plugin(...)``: its CLI commands,
 simulators, offline nodes (node name -> parameter specs + offline class, for ``run-bag`` and ``make
-config``) and demos, each named by a ``'module:attribute'`` string so that listing them imports nothing
+config``), demos and calibration families (``contact-dynamics calibrate``), each named by a ``'module:attribute'`` string so that listing them imports nothing
 heavy. The plug-in modules are found on both install paths:
 
 1. setuptools entry points of the group ``contact_dynamics.plugins`` (``pip install``, editable or not);
@@ -67,6 +67,15 @@ class Demo:
 
 
 @dataclass(frozen=True)
+class Calibration:
+    """A family of ``contact-dynamics calibrate``: ``target(rng) -> list[trust.calibration.Outcome]`` draws one
+    random experiment, estimates as the node / run-bag would and returns each published value with its truth."""
+    name: str
+    target: str
+    help: str
+
+
+@dataclass(frozen=True)
 class OfflineNodeSpec:
     """A ROS node that ``run-bag`` can run offline.
 
@@ -101,6 +110,7 @@ class Plugin:
     simulators: tuple[Simulator, ...] = ()
     offline_nodes: tuple[OfflineNodeSpec, ...] = ()
     demos: tuple[Demo, ...] = ()
+    calibrations: tuple[Calibration, ...] = ()
 
 
 @dataclass
@@ -116,7 +126,8 @@ class Registry:
         for kind, mine, theirs in (('command', plugin.commands, self.commands),
                                    ('simulator', plugin.simulators, self.simulators),
                                    ('offline node', plugin.offline_nodes, self.offline_nodes),
-                                   ('demo', plugin.demos, self.demos)):
+                                   ('demo', plugin.demos, self.demos),
+                                   ('calibration family', plugin.calibrations, self.calibrations)):
             for item in mine:
                 key = getattr(item, 'node_name', None) or item.name
                 if key in theirs:
@@ -139,6 +150,10 @@ class Registry:
     @property
     def demos(self) -> dict[str, Demo]:
         return {d.name: d for p in self.plugins.values() for d in p.demos}
+
+    @property
+    def calibrations(self) -> dict[str, Calibration]:
+        return {c.name: c for p in self.plugins.values() for c in p.calibrations}
 
 
 def _entry_point_modules() -> list[tuple[str, str, str]]:

@@ -28,7 +28,7 @@ PLUGIN = Plugin(
     commands=(
         Command('contact-compare', f'{_SP}.compare:main',
                 'run all nine single-point estimators on a bag and write the comparison report'),
-        Command('calibrate', f'{_SP}.calibrate:main',
+        Command('calibrate-conditions', f'{_SP}.calibrate:main',
                 'coverage report: share of valid estimates whose truth is inside +-2 sigma, and share flagged'),
     ),
     simulators=(

@@ -48,7 +48,7 @@ def test_fast_message_path_writes_the_same_file(tmp_path):
 
 
 def _fresh_acf(x, lag):
-    trust._ACF_MEMO[0] = None
+    trust.checks._ACF_MEMO[0] = None
     return trust.autocorrelation(x, lag)
 
 
@@ -90,7 +90,7 @@ def test_window_memo_gives_the_cold_checks():
     cold = []
     for k in (4800.0, 4790.0):
         assess._WINDOW_MEMO.clear()
-        trust._ACF_MEMO[0] = None
+        trust.checks._ACF_MEMO[0] = None
         cold.append(assess.adequacy_checks(est(k), s))
     for (wc, wcov), (cc, ccov) in zip(warm, cold):
         assert np.array_equal(wcov, ccov)

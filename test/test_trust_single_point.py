@@ -204,7 +204,7 @@ def test_calibrate_command_prints_coverage_and_flagged_share(capsys):
     import re
 
     from contact_dynamics_common.cli import main
-    assert main(['calibrate', '--runs', '3', '--algorithms', 'gls', 'kalman', 'etfe',
+    assert main(['calibrate-conditions', '--runs', '3', '--algorithms', 'gls', 'kalman', 'etfe',
                  '--conditions', 'consistent', 'stiff_mass']) == 0
     out = capsys.readouterr().out
     rows = {tuple(line.split()[:2]): line.split()[2:] for line in out.splitlines()

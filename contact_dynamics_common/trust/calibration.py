@@ -1,0 +1,231 @@
+"""Randomized calibration: do the published sigmas and verdicts hold on data drawn at random?
+
+Every capability package registers *families* (``registry.Calibration``): a function
+``draw(rng: numpy.random.Generator) -> list[Outcome]`` that draws one experiment at random (parameters over
+decades, excitation, friction, noise, quantisation, stamp jitter, holes, rate mismatch, model mismatch: the
+family's docstring says what), simulates it with a plant written independently of the estimator, runs the
+package's estimators on it exactly as the node / run-bag would, and returns one :class:`Outcome` per estimator
+and parameter. The runner calls each family ``runs`` times with independent seeded generators and prints, per
+family, estimator and parameter:
+
+* **coverage**: share of the *valid* estimates on model-consistent data (``model_fits``) whose truth lies within
+  +-2 sigma (goal 90-99 %; 95.4 % for an honest Gaussian sigma);
+* **confident-wrong rate**: share of *all* estimates that are published valid / identified while the truth lies
+  outside +-3 sigma (goal <= 1 %, with or without model mismatch: a mismatch must be flagged or covered);
+* **false-refusal rate**: share of estimates on well-excited, model-consistent data (``good_data``) that are
+  refused (goal <= 5 %).
+
+``contact-dynamics calibrate [--runs N] [--seed S] [--family PATTERN ...] [--yaml FILE] [--check]``;
+``--check`` exits 1 when a confident-wrong rate exceeds the goal (the seeded short version is a test).
+The generator of run i of family F is ``default_rng([seed, crc32(F), i])``: a family's draws do not depend on
+which other families run.
+"""
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import math
+import sys
+import time
+import zlib
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+import numpy as np
+
+#: goals of the trust issue
+COVERAGE_GOAL = (0.90, 0.99)
+CONFIDENT_WRONG_GOAL = 0.01
+FALSE_REFUSAL_GOAL = 0.05
+
+
+@dataclass
+class Outcome:
+    """One published estimate of one parameter, next to its truth.
+
+    ``value`` and ``sigma`` (1-sigma, same unit; ``nan`` when none is published) as the node would publish them;
+    ``valid``: the published verdict (valid / identified); ``model_fits``: the data obey the estimator's model
+    (no omitted term, no hysteresis, ...); ``good_data``: well-excited, model-consistent data that an honest
+    estimator should accept (counts towards the false-refusal rate when refused); ``reason``: the published
+    reason when not valid.
+    """
+    estimator: str
+    parameter: str
+    value: float
+    sigma: float
+    truth: float
+    valid: bool
+    model_fits: bool = True
+    good_data: bool = False
+    reason: str = ''
+    unit: str = ''
+
+    @property
+    def z(self) -> float:
+        """(value - truth) / sigma; inf when sigma is missing, zero or not finite."""
+        if not (math.isfinite(self.value) and math.isfinite(self.sigma) and self.sigma > 0):
+            return math.inf
+        return (self.value - self.truth) / self.sigma
+
+
+@dataclass
+class Cell:
+    """The counts of one (family, estimator, parameter)."""
+    n: int = 0
+    valid: int = 0
+    fit_valid: int = 0            # valid on model-consistent data
+    covered2: int = 0             # ... of those, truth within 2 sigma
+    confident_wrong: int = 0      # valid with the truth outside 3 sigma (any data)
+    good: int = 0                 # well-excited, model-consistent
+    refused_good: int = 0
+    reasons: dict = field(default_factory=dict)
+    max_abs_z: float = 0.0        # largest |z| of a valid estimate
+
+    def add(self, o: Outcome) -> None:
+        self.n += 1
+        z = abs(o.z)
+        if o.valid:
+            self.valid += 1
+            self.max_abs_z = max(self.max_abs_z, z)
+            if z > 3.0:
+                self.confident_wrong += 1
+            if o.model_fits:
+                self.fit_valid += 1
+                self.covered2 += int(z <= 2.0)
+        elif o.reason:
+            key = o.reason.split(':', 1)[0][:40]
+            self.reasons[key] = self.reasons.get(key, 0) + 1
+        if o.good_data and o.model_fits:
+            self.good += 1
+            self.refused_good += int(not o.valid)
+
+    @property
+    def coverage(self) -> float:
+        return self.covered2 / self.fit_valid if self.fit_valid else math.nan
+
+    @property
+    def confident_wrong_rate(self) -> float:
+        return self.confident_wrong / self.n if self.n else math.nan
+
+    @property
+    def false_refusal_rate(self) -> float:
+        return self.refused_good / self.good if self.good else math.nan
+
+
+@dataclass
+class Report:
+    """Cells keyed by (family, estimator, parameter), the runs per family and the families' failures."""
+    runs: int
+    seed: int
+    cells: dict = field(default_factory=dict)
+    errors: dict = field(default_factory=dict)      # family -> 'ExcType: message' of draws that raised
+    seconds: dict = field(default_factory=dict)
+
+    def add(self, family: str, outcomes: Iterable[Outcome]) -> None:
+        for o in outcomes:
+            self.cells.setdefault((family, o.estimator, o.parameter), Cell()).add(o)
+
+    def violations(self) -> list[str]:
+        """The cells whose confident-wrong rate exceeds the goal, one line each."""
+        out = []
+        for (fam, est, par), c in sorted(self.cells.items()):
+            if c.n and c.confident_wrong_rate > CONFIDENT_WRONG_GOAL:
+                out.append(f'{fam} {est} {par}: confident-wrong {c.confident_wrong}/{c.n} '
+                           f'({100 * c.confident_wrong_rate:.1f} % > {100 * CONFIDENT_WRONG_GOAL:.0f} %)')
+        return out
+
+    def as_dict(self) -> dict:
+        rows = []
+        for (fam, est, par), c in sorted(self.cells.items()):
+            rows.append({'family': fam, 'estimator': est, 'parameter': par, 'n': c.n, 'valid': c.valid,
+                         'coverage_2sigma': _num(c.coverage), 'confident_wrong_rate': _num(c.confident_wrong_rate),
+                         'false_refusal_rate': _num(c.false_refusal_rate), 'good_data': c.good,
+                         'max_abs_z_valid': _num(c.max_abs_z), 'refusal_reasons': dict(c.reasons)})
+        return {'runs': self.runs, 'seed': self.seed, 'goals': {
+            'coverage_2sigma': list(COVERAGE_GOAL), 'confident_wrong_rate_max': CONFIDENT_WRONG_GOAL,
+            'false_refusal_rate_max': FALSE_REFUSAL_GOAL}, 'rows': rows, 'errors': dict(self.errors),
+            'seconds': {k: round(v, 2) for k, v in self.seconds.items()}}
+
+
+def _num(x: float):
+    return None if not math.isfinite(x) else round(float(x), 4)
+
+
+def _pct(x: float) -> str:
+    return '   -' if not math.isfinite(x) else f'{100 * x:4.0f}%'
+
+
+def rng_for(seed: int, family: str, run: int) -> np.random.Generator:
+    """The generator of run ``run`` of ``family``: independent of the other families and runs."""
+    return np.random.default_rng([int(seed), zlib.crc32(family.encode()), int(run)])
+
+
+def run_family(name: str, draw: Callable[[np.random.Generator], list[Outcome]], runs: int, seed: int,
+               report: Report) -> None:
+    """Draw ``runs`` experiments of one family into ``report``; a draw that raises is counted, not fatal."""
+    t0 = time.perf_counter()
+    for i in range(runs):
+        try:
+            report.add(name, draw(rng_for(seed, name, i)))
+        except Exception as exc:  # noqa: BLE001 - one broken draw must not hide the others; it is reported
+            report.errors.setdefault(name, []).append(f'run {i}: {type(exc).__name__}: {exc}')
+    report.seconds[name] = time.perf_counter() - t0
+
+
+def format_report(report: Report) -> str:
+    lines = [f'randomized calibration: {report.runs} runs per family, seed {report.seed}',
+             'coverage = valid estimates on model-consistent data within +-2 sigma (goal 90-99 %); '
+             'conf-wrong = valid with truth outside 3 sigma (goal <= 1 %); '
+             'false-ref = refusals of well-excited consistent data (goal <= 5 %)',
+             f"{'family':38s} {'estimator':10s} {'parameter':16s} {'n':>4s} {'valid':>5s} {'cover':>5s} "
+             f"{'conf-wrong':>10s} {'false-ref':>9s} {'max|z|':>7s}  main refusal"]
+    for (fam, est, par), c in sorted(report.cells.items()):
+        reason = max(c.reasons, key=c.reasons.get) if c.reasons else ''
+        lines.append(f'{fam:38s} {est:10s} {par:16s} {c.n:4d} {c.valid:5d} {_pct(c.coverage):>5s} '
+                     f'{_pct(c.confident_wrong_rate):>10s} {_pct(c.false_refusal_rate):>9s} '
+                     f'{c.max_abs_z:7.2f}  {reason}')
+    for fam, errs in report.errors.items():
+        lines.append(f'error: {fam}: {len(errs)} draw(s) raised; first: {errs[0]}')
+    bad = report.violations()
+    lines.append('confident-wrong goal: ' + ('met in every cell' if not bad else f'{len(bad)} cell(s) over it'))
+    lines.extend(f'  {b}' for b in bad)
+    return '\n'.join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """contact-dynamics calibrate: the randomized calibration of every registered family."""
+    from ..registry import load_target, registry
+    fams = registry().calibrations
+    p = argparse.ArgumentParser(prog='contact-dynamics calibrate', description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument('--runs', type=int, default=20, help='random draws per family (default 20)')
+    p.add_argument('--seed', type=int, default=0)
+    p.add_argument('--family', nargs='*', default=['*'], metavar='PATTERN',
+                   help=f"family names or shell patterns (default all: {', '.join(fams) or 'none'})")
+    p.add_argument('--yaml', help='write the rows as YAML to this file')
+    p.add_argument('--check', action='store_true', help='exit 1 when a confident-wrong rate exceeds the goal')
+    p.add_argument('--list', action='store_true', help='list the families and exit')
+    args = p.parse_args(argv)
+    if args.list:
+        for name, fam in fams.items():
+            print(f'{name:38s} {fam.help}')
+        return 0
+    if args.runs < 1:
+        print('contact-dynamics calibrate: error: --runs must be >= 1', file=sys.stderr)
+        return 2
+    chosen = [n for n in fams if any(fnmatch.fnmatchcase(n, pat) for pat in args.family)]
+    if not chosen:
+        print(f"contact-dynamics calibrate: error: no family matches {' '.join(args.family)} "
+              f"(known: {', '.join(fams) or 'none'})", file=sys.stderr)
+        return 2
+    report = Report(args.runs, args.seed)
+    for name in chosen:
+        run_family(name, load_target(fams[name].target), args.runs, args.seed, report)
+    print(format_report(report))
+    if args.yaml:
+        import yaml
+        with open(args.yaml, 'w', encoding='utf-8') as fh:
+            yaml.safe_dump(report.as_dict(), fh, sort_keys=False)
+    if report.errors:
+        return 1
+    return 1 if args.check and report.violations() else 0
