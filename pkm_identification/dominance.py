@@ -47,7 +47,7 @@ def dominance(m: Machine, theta8, q, qd, qdd) -> dict[str, dict[str, float]]:
 def com_sensitivity(m: Machine, theta12, q, qd, qdd, offset: float) -> np.ndarray:
     """S per axis (x, y, z of {P}) = (RMS dF / RMS F) / (relative offset), the COM moved by ``offset`` [m]
     from the assumed centre, relative offset = 1 % (eq. 2.89 with the dissertation's 1 % of x travel)."""
-    from .records import _com_motion
+    from .records import com_motion
     F = D.inverse_dynamics(m, theta12, q, qd, qdd)
     rms = np.sqrt((F ** 2).mean())
     S = np.zeros(3)
@@ -55,6 +55,6 @@ def com_sensitivity(m: Machine, theta12, q, qd, qdd, offset: float) -> np.ndarra
         c = np.zeros(3)
         c[axis] = offset
         mt = replace(m, platform=m.platform - c)
-        F2 = D.inverse_dynamics(mt, theta12, *_com_motion(np.atleast_2d(q), np.atleast_2d(qd), np.atleast_2d(qdd), c))
+        F2 = D.inverse_dynamics(mt, theta12, *com_motion(np.atleast_2d(q), np.atleast_2d(qd), np.atleast_2d(qdd), c))
         S[axis] = (np.sqrt(((F2 - F) ** 2).mean()) / rms) / 0.01
     return S

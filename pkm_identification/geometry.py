@@ -4,42 +4,22 @@ Holds the base joints b_i in {W}, the platform joints p_i in {P}, the strut lump
 (L_B from b_i; E at L_E = L - d_E), gravity, the home pose (COM position, z-x-z Euler angles) and the true or
 CAD inertial parameters. ``load_machine`` rejects architecture-singular layouts (J rank-deficient at random
 poses, e.g. the Griffis-Duffy self-motion pairings; spec sec. 1.4) and non-physical values.
+
+The ``Machine`` record itself lives in ``machine.py`` (kinematics takes it from there); it is
+re-exported here, so ``from pkm_identification.geometry import Machine`` keeps working.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import yaml
 
-INERTIA_NAMES_12 = ('m_e', 'm_b', 'm_p', 'Ixxb', 'Iyyb', 'Izzb', 'Ixxp', 'Iyyp', 'Izzp', 'Ixxe', 'Iyye', 'Izze')
+from .kinematics import jacobian
+from .machine import INERTIA_NAMES_12, GeometryError, Machine
 
-
-class GeometryError(ValueError):
-    """A machine description that cannot be used (missing field, wrong shape, singular architecture)."""
-
-
-@dataclass
-class Machine:
-    name: str
-    base: np.ndarray                  # (6, 3) b_i in {W} [m]
-    platform: np.ndarray              # (6, 3) p_i in {P} [m]
-    L_B: float                        # [m]
-    d_E: float                        # [m]
-    gravity: np.ndarray               # (3,) [m/s^2]
-    home_position: np.ndarray         # (3,) [m]
-    home_euler: np.ndarray            # (3,) z-x-z [rad]
-    stroke: tuple[float, float] = (0.0, np.inf)
-    strut_names: tuple[str, ...] = tuple(f'strut_{i}' for i in range(1, 7))
-    inertia: dict = field(default_factory=dict)   # 12-parameter form, see INERTIA_NAMES_12
-
-    @property
-    def home_q(self) -> np.ndarray:
-        return np.concatenate([self.home_position, self.home_euler])
-
-    def theta12(self) -> np.ndarray:
-        return np.array([float(self.inertia[k]) for k in INERTIA_NAMES_12])
+__all__ = ['INERTIA_NAMES_12', 'GeometryError', 'Machine', 'check_architecture', 'load_machine',
+           'machine_from_dict', 'machines_dir']
 
 
 def machines_dir() -> Path:
@@ -100,7 +80,6 @@ def check_architecture(m: Machine, n_poses: int = 24, seed: int = 0, tol: float 
     An architecture-singular layout (Griffis-Duffy self-motion family) has rank(J) < 6 at every pose.
     Also refuses a home pose at the z-x-z Euler singularity (sin theta = 0).
     """
-    from .kinematics import jacobian
     if abs(np.sin(m.home_euler[1])) < 1e-3:
         raise GeometryError('home orientation is at the z-x-z Euler singularity (sin theta = 0)')
     rng = np.random.default_rng(seed)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from .geometry import Machine
+from .machine import Machine
 
 
 def rotation(euler: np.ndarray) -> np.ndarray:

@@ -38,7 +38,7 @@ class Record:
         return self.theta8 if self.friction is None else np.concatenate([self.theta8, self.friction])
 
 
-def _com_motion(q, qd, qdd, c):
+def com_motion(q, qd, qdd, c):
     """Pose/speeds/accelerations of a point at offset c (in {P}) from the pose point."""
     R = K.rotation(q[:, 3:])
     U = K.u_matrix(q[:, 3:])
@@ -62,7 +62,7 @@ def actuated(m: Machine, trajectory: str = 'x', duration: float = 4.0, rate: flo
     if com_offset is not None:
         c = np.asarray(com_offset, float)
         mt = replace(m, platform=m.platform - c)
-        qt, qdt, qddt = _com_motion(q, qd, qdd, c)
+        qt, qdt, qddt = com_motion(q, qd, qdd, c)
         F = D.inverse_dynamics(mt, th12, qt, qdt, qddt, friction=friction, friction_model=friction_model)
     else:
         F = D.inverse_dynamics(m, th12, q, qd, qdd, friction=friction, friction_model=friction_model)
