@@ -1,5 +1,12 @@
 """Geometry-mismatch sensitivity (agar_contact.md §3.9, §6.2 M4) on the M2 gravity drop: the thesis's
-qualitative trends, and the table written by the tool (contact-dynamics multipoint-sensitivity)."""
+qualitative trends, and the table written by the tool (contact-dynamics multipoint-sensitivity).
+
+The drop bounces and is chaotic: simulated afresh, its table differs between machines (the BLAS kernel alone
+moves one cell from 7.4 % to 4.4 %). So the trends and the stored table are checked on the *recorded* drop
+(test/fixtures/multipoint_sensitivity_m2/trajectory.npz, written with the tables by
+tools/make_multipoint_sensitivity_fixture.py): a fixed input, so a deterministic computation on every
+machine. A fresh simulation is checked only for what does not depend on the bounces (exact geometry is exact,
+back shifts leave k within 1 %)."""
 from __future__ import annotations
 
 import numpy as np
@@ -16,12 +23,36 @@ ROWS = ('No geometry modifications', '0.001 m back shift', '0.005 m back shift',
 SINGLE = ('vg1', 'vg2', 'vg3', 'vg4')
 
 
+def _recorded_drop():
+    import importlib.util
+
+    from ros_harness import ROOT
+    spec = importlib.util.spec_from_file_location('sensitivity_fixture',
+                                                  ROOT / 'tools' / 'make_multipoint_sensitivity_fixture.py')
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.load_record()
+
+
 @pytest.fixture(scope='module')
 def sweep():
+    trajectory, truth = _recorded_drop()
+    payload, env = acu_geometry()
+    res = run_sweep(trajectory, payload, env, truth, rows=ROWS, random=False)
+    return (trajectory, truth), {(r.row, r.column): r for r in res}
+
+
+def test_fresh_simulation_exact_geometry_and_back_shifts():
+    """On a drop simulated now (whatever its bounces on this machine): the exact geometry gives the truth, a
+    back shift (the mating surfaces unchanged) moves k by well under 1 %."""
     rec = gravity_drop('M2')
     payload, env = acu_geometry()
-    res = run_sweep(rec.trajectory, payload, env, rec.truth, rows=ROWS, random=False)
-    return rec, {(r.row, r.column): r for r in res}
+    res = run_sweep(rec.trajectory, payload, env, rec.truth, rows=ROWS[:3], random=False)
+    for r in res:
+        if r.row == 'No geometry modifications':
+            assert max(r.errors) < 1e-8, (r.column, r.errors)
+        else:
+            assert r.errors[0] < 0.01, (r.row, r.column, r.errors)
 
 
 def _k(table, row, col):
@@ -30,8 +61,9 @@ def _k(table, row, col):
 
 def test_m4_trends(sweep):
     _, t = sweep
-    # exact geometry: exact
-    assert all(_k(t, 'No geometry modifications', c) < 1e-6 for c in SINGLE + ('all',))
+    # exact geometry: exact up to the contact samples whose interference sign the BLAS kernel decides (a
+    # kernel other than the recording one flips one sample: 2e-3 %; a fresh simulation is exact, tested above)
+    assert all(_k(t, 'No geometry modifications', c) < 1e-2 for c in SINGLE + ('all',))
     # back shifts (mating unchanged): < 1 % on k, one guide or all four
     for row in ('0.001 m back shift', '0.005 m back shift'):
         assert all(_k(t, row, c) < 1.0 for c in SINGLE + ('all',)), row
@@ -54,8 +86,8 @@ def test_m4_trends(sweep):
     assert small.sum() >= 10 and emu[small].mean() > 2 * ek[small].mean()
 
 
-def test_sensitivity_tool_writes_the_tables(sweep, tmp_path):
-    rec, _ = sweep
+def test_sensitivity_tool_writes_the_tables(tmp_path):
+    rec = gravity_drop('M2')
     bag = write_bag(rec, tmp_path / 'm2')
     assert main([str(bag), '--out', str(tmp_path / 'report'), '--quick']) == 0
     md = (tmp_path / 'report' / 'sensitivity.md').read_text()
@@ -67,10 +99,13 @@ def test_sensitivity_tool_writes_the_tables(sweep, tmp_path):
 
 
 def test_sweep_matches_the_stored_tables(sweep):
-    """Regression fixture (agar_contact.md §6.2 M4: store the produced tables): test/fixtures/
-    multipoint_sensitivity_m2/ was written by `contact-dynamics multipoint-sensitivity --simulate M2`. The drop
-    bounces, so tiny floating-point differences between machines could grow: tolerance 0.5 percentage points
-    plus 5 % of the stored error."""
+    """Regression fixture (agar_contact.md §6.2 M4: store the produced tables): the tables of
+    test/fixtures/multipoint_sensitivity_m2/ were computed from the recorded drop beside them, so the sweep
+    over that record must give them again. The input is fixed, but a perturbed guide's contact set still
+    depends on interference signs near zero, so the cells move with the BLAS kernel: over the OpenBLAS
+    kernels Haswell, Zen, SkylakeX, Sandybridge, Prescott and none set, the largest departure is 47 % of the
+    tolerance 0.25 percentage points + 5 % of the stored error (the fresh chaotic simulation moved cells by
+    3 points)."""
     from ros_harness import ROOT
     _, t = sweep
     stored = yaml.safe_load((ROOT / 'test' / 'fixtures' / 'multipoint_sensitivity_m2' / 'sensitivity.yaml')
@@ -82,6 +117,6 @@ def test_sweep_matches_the_stored_tables(sweep):
             continue
         for j in range(3):
             ref = row['error_percent'][j]
-            assert abs(100 * r.errors[j] - ref) <= 0.5 + 0.05 * ref, (row['modification'], row['column'], j)
+            assert abs(100 * r.errors[j] - ref) <= 0.25 + 0.05 * ref, (row['modification'], row['column'], j)
         checked += 1
     assert checked == len(ROWS) * 5
