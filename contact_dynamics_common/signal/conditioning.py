@@ -1,0 +1,337 @@
+"""Signal conditioning for regression on differentiated signals: one place for every package.
+
+The problem it solves: a model linear in its parameters, y = phi(x, xdot, xddot, ...)^T theta, is fitted on
+regressors built from *measured and differentiated* signals. Any differentiator attenuates the excitation's
+higher tones (a local fit over +-M samples multiplies xdot at angular frequency w by about
+1 - (w h)^2 (3 M^2 + 3 M - 1) / 30) while the target y is not attenuated at all: the fit is biased by a few
+tenths of a percent to percent, far beyond a white-noise sigma. And filter / derivative state carried across
+a hole in the record mixes two unrelated pieces of signal.
+
+**Parallel filtering** (state-variable / Gaussian-kernel form): the same linear filter h is applied to the
+target and to x, and the derivative regressors are x convolved with h', h'' (the kernel's own derivatives):
+
+    y_f = h * y,   x_f = h * x,   xdot_f = h' * x = h * xdot,   xddot_f = h'' * x = h * xddot
+
+so y_f = phi(x_f, xdot_f, xddot_f)^T theta holds *exactly* for every model linear in theta (convolution
+commutes with differentiation): no differentiator bias, whatever the excitation's frequencies, as long as the
+kernel is resolved by the sampling. h is a Gaussian of standard deviation ``width_s`` (gain
+exp(-(2 pi f width)^2 / 2); -3 dB at f = 0.1874 / width), truncated at +-5 width, evaluated on the *real*
+stamps with trapezoid weights (jittered stamps are handled on their real times, no resampling; with
+width >= 2 sample periods the sum is exact to ~1e-8 for uniform stamps). A centred kernel gives the offline
+(zero-phase) form; online the same kernel is causal with a known delay of ``half`` samples (5 width).
+For regressor columns that are *already built* (e.g. a PKM regressor from measured twists),
+:func:`parallel_filter` applies the same kernel to every column and the target (exact for a model linear in
+its parameters with the columns as measured).
+
+**Bandwidth from the data** (:func:`choose_bandwidth`): the top of the excitation band f_exc from the Welch
+PSD of x (``filters.excitation_band``); the kernel cut-off is ``factor`` x f_exc (default 4), kept between
+a floor and 0.4 x Nyquist; a second, defensible cut-off (``alternative_ratio`` x, default 0.6 of it, still
+>= 2 f_exc) is returned for the conditioning term of :mod:`contact_dynamics_common.trust.covariance` (how much
+the estimate moves between the two bandwidths). Both are stated in :class:`Bandwidth`
+(``as_dict()`` for the published extras).
+
+**Holes** (:func:`hole_segments`): a step between stamps longer than ``gap_periods`` x the median period
+splits the record; :func:`kernel_filter` / :func:`filtered_derivatives` never let a kernel span a hole (the
+centres whose window would are NaN: the caller drops them, counted).
+
+Also: :func:`noise_std` (white-noise level of a smooth signal from its high-order differences),
+:func:`stamp_jitter` (rms deviation of the stamps from a uniform grid, relative to the period),
+:func:`derivative_noise_gain` (how white noise on x reaches each filtered derivative: sigma_d = gain sigma_x)
+and :class:`CausalKernel` (the streaming form: feed blocks, get the centres whose window is complete).
+
+All functions are ROS-free numpy; times in s, rates in Hz, widths in s.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from .filters import excitation_band
+
+__all__ = ['Bandwidth', 'choose_bandwidth', 'width_for_cutoff', 'cutoff_for_width', 'kernel_half',
+           'hole_segments', 'kernel_filter', 'filtered_derivatives', 'parallel_filter', 'noise_std',
+           'stamp_jitter', 'derivative_noise_gain', 'CausalKernel', 'local_fit_attenuation']
+
+#: the Gaussian kernel is truncated at this many widths each side (its relative tail beyond it is 6e-7)
+TRUNCATION = 5.0
+#: -3 dB point of a Gaussian smoother: exp(-(2 pi f w)^2 / 2) = 1/sqrt(2)  ->  f w = sqrt(ln 2) / (2 pi)
+_F3DB = math.sqrt(math.log(2.0)) / (2.0 * math.pi)
+
+
+def width_for_cutoff(cutoff_hz: float) -> float:
+    """Gaussian kernel width (s) whose -3 dB frequency is ``cutoff_hz``."""
+    return _F3DB / float(cutoff_hz)
+
+
+def cutoff_for_width(width_s: float) -> float:
+    """-3 dB frequency (Hz) of the Gaussian kernel of width ``width_s``."""
+    return _F3DB / float(width_s)
+
+
+def kernel_half(width_s: float, period_s: float) -> int:
+    """Half length (samples) of the truncated kernel: ceil(TRUNCATION width / period), at least 2."""
+    return max(2, int(math.ceil(TRUNCATION * width_s / period_s - 1e-6)))
+
+
+def local_fit_attenuation(f_hz: float, period_s: float, half_window: int) -> float:
+    """Relative attenuation of xdot at f by a centred local-linear fit over +-M samples (small-w form):
+    (2 pi f h)^2 (3 M^2 + 3 M - 1) / 30."""
+    m = int(half_window)
+    return (2 * math.pi * f_hz * period_s) ** 2 * (3 * m * m + 3 * m - 1) / 30.0
+
+
+@dataclass(frozen=True)
+class Bandwidth:
+    """The derivative bandwidth chosen from the data, stated with the figures it came from.
+
+    ``excitation_hz``: top of the excitation band of x; ``cutoff_hz``: -3 dB cut-off of the primary kernel;
+    ``alternative_hz``: the second defensible cut-off (conditioning term); ``rate_hz``: median sample rate;
+    ``width_s``/``alternative_width_s``: the Gaussian kernel widths; ``half``/``alternative_half``: their half
+    lengths in samples (= the online delay in samples); ``jitter``: rms stamp jitter / period.
+    """
+    excitation_hz: float
+    cutoff_hz: float
+    alternative_hz: float
+    rate_hz: float
+    jitter: float = 0.0
+
+    @property
+    def width_s(self) -> float:
+        return width_for_cutoff(self.cutoff_hz)
+
+    @property
+    def alternative_width_s(self) -> float:
+        return width_for_cutoff(self.alternative_hz)
+
+    @property
+    def half(self) -> int:
+        return kernel_half(self.width_s, 1.0 / self.rate_hz)
+
+    @property
+    def alternative_half(self) -> int:
+        return kernel_half(self.alternative_width_s, 1.0 / self.rate_hz)
+
+    @property
+    def delay_s(self) -> float:
+        """Online delay of the primary kernel (its half length)."""
+        return self.half / self.rate_hz
+
+    def as_dict(self) -> dict:
+        return {'excitation_hz': float(self.excitation_hz), 'cutoff_hz': float(self.cutoff_hz),
+                'alternative_cutoff_hz': float(self.alternative_hz), 'rate_hz': float(self.rate_hz),
+                'kernel_width_s': float(self.width_s), 'delay_s': float(self.delay_s),
+                'stamp_jitter': float(self.jitter)}
+
+
+def choose_bandwidth(t: np.ndarray, x: np.ndarray, *, factor: float = 4.0, alternative_ratio: float = 0.6,
+                     minimum_hz: float = 2.0, rel_floor: float = 1e-4, max_nyquist_share: float = 0.4,
+                     min_width_periods: float = 2.0) -> Bandwidth:
+    """Derivative bandwidth from the excitation spectrum of x (stamps t, s).
+
+    f_exc = ``excitation_band`` (Welch PSD above ``rel_floor`` of its peak, on the longest hole-free segment,
+    noise floor included: a conservative top); cutoff = clip(factor f_exc, minimum_hz, hi) with
+    hi = min(max_nyquist_share x Nyquist, the cut-off of a kernel ``min_width_periods`` samples wide);
+    alternative = max(alternative_ratio cutoff, 2 f_exc, minimum_hz / 2) (kept below cutoff).
+    Raises ValueError with fewer than 16 samples.
+    """
+    t = np.asarray(t, dtype=np.float64)
+    x = np.asarray(x, dtype=np.float64)
+    if len(t) < 16 or len(t) != len(x):
+        raise ValueError(f'choose_bandwidth needs >= 16 samples of equal-length t, x (got {len(t)}, {len(x)})')
+    period = float(np.median(np.diff(t)))
+    if not period > 0:
+        raise ValueError('stamps do not increase')
+    rate = 1.0 / period
+    segs = hole_segments(t)
+    a, b = max(segs, key=lambda s: s[1] - s[0])
+    xs = x[a:b]
+    ok = np.isfinite(xs)
+    f_exc = excitation_band(xs[ok], rate, rel_floor=rel_floor) if ok.sum() >= 16 else 0.0
+    hi = min(max_nyquist_share * rate / 2.0, cutoff_for_width(min_width_periods * period))
+    cutoff = float(min(max(factor * f_exc, minimum_hz), hi))
+    alt = float(min(max(alternative_ratio * cutoff, 2.0 * f_exc, 0.5 * minimum_hz), cutoff))
+    if alt >= cutoff:
+        alt = 0.75 * cutoff
+    return Bandwidth(float(f_exc), cutoff, alt, rate, stamp_jitter(t))
+
+
+def stamp_jitter(t: np.ndarray) -> float:
+    """RMS deviation of the intervals from their median, relative to it (0 for uniform stamps; holes,
+    i.e. intervals > 4 periods, excluded)."""
+    d = np.diff(np.asarray(t, dtype=np.float64))
+    if len(d) < 2:
+        return 0.0
+    med = float(np.median(d))
+    if not med > 0:
+        return float('inf')
+    d = d[d <= 4.0 * med]
+    return float(np.sqrt(np.mean((d / med - 1.0) ** 2)))
+
+
+def hole_segments(t: np.ndarray, gap_periods: float = 4.0, period_s: float | None = None) -> list[tuple[int, int]]:
+    """[(start, stop), ...] index ranges of the hole-free pieces of a record: a step between stamps longer
+    than ``gap_periods`` x the period (median interval unless given), or a non-increasing stamp, splits it."""
+    t = np.asarray(t, dtype=np.float64)
+    n = len(t)
+    if n < 2:
+        return [(0, n)] if n else []
+    d = np.diff(t)
+    period = float(np.median(d)) if period_s is None else float(period_s)
+    cut = np.flatnonzero((d > gap_periods * period) | ~(d > 0)) + 1
+    edges = np.concatenate(([0], cut, [n]))
+    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+
+
+def _kernel_rows(t: np.ndarray, width_s: float, half: int, orders: tuple[int, ...]) -> dict:
+    """For every centre i in [half, n - half): weights of the Gaussian (and its derivatives) on the real
+    stamps t[i-half..i+half] with trapezoid quadrature weights; normalised so that the 0th-order weights sum
+    to 1 (and the derivative weights are exact for a constant / a ramp)."""
+    tw = sliding_window_view(t, 2 * half + 1)
+    u = tw - tw[:, half:half + 1]                       # centred times (s)
+    q = np.empty_like(u)                               # trapezoid weights of the real stamps
+    q[:, 1:-1] = 0.5 * (u[:, 2:] - u[:, :-2])
+    q[:, 0] = 0.5 * (u[:, 1] - u[:, 0])
+    q[:, -1] = 0.5 * (u[:, -1] - u[:, -2])
+    s2 = width_s * width_s
+    g = np.exp(-0.5 * u * u / s2) * q
+    out = {}
+    norm = g.sum(axis=1, keepdims=True)
+    if 0 in orders:
+        out[0] = g / norm
+    if 1 in orders:
+        # h'(t_i - t_j) as a weight on x_j: d/dt_i of sum_j h(t_i - t_j) x_j = sum_j -h'(u_j) x_j ... with
+        # u = t_j - t_i the weight is (u / s^2) h(u); normalised to give exactly 1 on a unit ramp
+        w1 = g * u / s2
+        w1 -= (w1.sum(axis=1, keepdims=True) / norm) * g      # exact 0 on a constant (truncation)
+        out[1] = w1 / np.einsum('ij,ij->i', w1, u)[:, None]
+    if 2 in orders:
+        w2 = g * (u * u / s2 - 1.0) / s2
+        # exact 0 on a constant and on a ramp, exactly 2 on u^2 (least-squares style projection)
+        basis = np.stack([g, g * u], axis=2)                   # (n, L, 2)
+        bb = np.einsum('ijk,ijl->ikl', basis, np.stack([np.ones_like(u), u], axis=2))
+        coef = np.linalg.solve(bb, np.einsum('ij,ijl->il', w2, np.stack([np.ones_like(u), u], axis=2))[:, :, None])
+        w2 = w2 - np.einsum('ijk,ik->ij', basis, coef[:, :, 0])
+        out[2] = 2.0 * w2 / np.einsum('ij,ij->i', w2, u * u)[:, None]
+    return out
+
+
+def _apply(t: np.ndarray, cols: list[np.ndarray], width_s: float, half: int, orders: tuple[int, ...],
+           gap_periods: float) -> list[list[np.ndarray]]:
+    """Per column and order: the kernel output at every sample (NaN where the window is incomplete or
+    spans a hole)."""
+    n = len(t)
+    out = [[np.full(n, np.nan) for _ in orders] for _ in cols]
+    for a, b in hole_segments(t, gap_periods):
+        if b - a < 2 * half + 1:
+            continue
+        rows = _kernel_rows(t[a:b], width_s, half, orders)
+        for c, col in enumerate(cols):
+            win = sliding_window_view(np.asarray(col[a:b], dtype=np.float64), 2 * half + 1)
+            for k, o in enumerate(orders):
+                out[c][k][a + half:b - half] = np.einsum('ij,ij->i', rows[o], win)
+    return out
+
+
+def kernel_filter(t: np.ndarray, y: np.ndarray, width_s: float, *, half: int | None = None,
+                  gap_periods: float = 4.0) -> np.ndarray:
+    """h * y on the real stamps (Gaussian of width ``width_s``), NaN where the window is incomplete or spans
+    a hole. y may be (n,) or (n, p) (every column filtered alike)."""
+    t = np.asarray(t, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    period = float(np.median(np.diff(t))) if len(t) > 1 else 1.0
+    m = kernel_half(width_s, period) if half is None else int(half)
+    cols = [y] if y.ndim == 1 else [y[:, j] for j in range(y.shape[1])]
+    res = [c[0] for c in _apply(t, cols, width_s, m, (0,), gap_periods)]
+    return res[0] if y.ndim == 1 else np.column_stack(res)
+
+
+def filtered_derivatives(t: np.ndarray, x: np.ndarray, width_s: float, *, orders: tuple[int, ...] = (0, 1, 2),
+                         half: int | None = None, gap_periods: float = 4.0) -> tuple[np.ndarray, ...]:
+    """(h * x, h' * x, h'' * x) for the requested ``orders``: the filtered signal and its exact derivatives
+    (the derivatives of the filtered signal, not a filtered finite difference). Pair them with
+    ``kernel_filter(t, y, width_s)`` of the target (same width, same half) for parallel filtering.
+    NaN where the window is incomplete or spans a hole."""
+    t = np.asarray(t, dtype=np.float64)
+    period = float(np.median(np.diff(t))) if len(t) > 1 else 1.0
+    m = kernel_half(width_s, period) if half is None else int(half)
+    return tuple(_apply(t, [np.asarray(x, dtype=np.float64)], width_s, m, tuple(orders), gap_periods)[0])
+
+
+def parallel_filter(t: np.ndarray, columns: np.ndarray, target: np.ndarray, width_s: float, *,
+                    half: int | None = None, gap_periods: float = 4.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The same kernel on the built regressor columns (n, p) and the target (n,): (columns_f, target_f, ok)
+    with ``ok`` the rows whose window is complete and hole-free. Exact for a model linear in its parameters."""
+    t = np.asarray(t, dtype=np.float64)
+    cols = np.asarray(columns, dtype=np.float64)
+    if cols.ndim == 1:
+        cols = cols[:, None]
+    both = np.column_stack((cols, np.asarray(target, dtype=np.float64)))
+    f = kernel_filter(t, both, width_s, half=half, gap_periods=gap_periods)
+    ok = np.isfinite(f).all(axis=1)
+    return f[:, :-1], f[:, -1], ok
+
+
+def derivative_noise_gain(width_s: float, period_s: float, order: int) -> float:
+    """sigma of the order-th filtered derivative per unit white noise on x (uniform stamps):
+    sqrt(sum_j w_j^2) of the kernel weights."""
+    m = kernel_half(width_s, period_s)
+    t = np.arange(2 * m + 1) * period_s
+    w = _kernel_rows(t, width_s, m, (order,))[order][0]
+    return float(np.sqrt(np.sum(w * w)))
+
+
+def noise_std(y: np.ndarray, order: int = 4) -> float:
+    """White-noise standard deviation of a smooth signal from its order-th differences:
+    std(diff^k y) / sqrt(C(2k, k)) (the smooth part is removed by differencing; quantisation counts as
+    noise). NaNs are dropped."""
+    y = np.asarray(y, dtype=np.float64)
+    y = y[np.isfinite(y)]
+    if len(y) <= order + 2:
+        return 0.0
+    d = np.diff(y, order)
+    return float(np.sqrt(np.mean(d * d) / math.comb(2 * order, order)))
+
+
+class CausalKernel:
+    """Streaming parallel filter with a known delay: feed blocks of (t, x, y); get, for every sample whose
+    window of +-``half`` samples is complete, (t, y_f, x_f, xdot_f, xddot_f) - the same numbers as the
+    offline :func:`filtered_derivatives` / :func:`kernel_filter` on the whole record, whatever the blocks.
+    The delay is ``half`` samples. A hole (``gap_periods``) restarts the window (no state across it)."""
+
+    def __init__(self, width_s: float, period_s: float, *, gap_periods: float = 4.0):
+        self.width_s = float(width_s)
+        self.period_s = float(period_s)
+        self.half = kernel_half(width_s, period_s)
+        self.gap_periods = float(gap_periods)
+        self._tail = (np.zeros(0), np.zeros(0), np.zeros(0))
+
+    def reset(self) -> None:
+        self._tail = (np.zeros(0), np.zeros(0), np.zeros(0))
+
+    def __call__(self, t, x, y) -> tuple[np.ndarray, ...]:
+        tt, xx, yy = (np.concatenate((a, np.asarray(b, dtype=np.float64))) for a, b in zip(self._tail, (t, x, y)))
+        m = self.half
+        xf, xd, xdd = _apply_fixed(tt, xx, self.width_s, m, self.gap_periods, self.period_s)
+        yf = _apply_fixed(tt, yy, self.width_s, m, self.gap_periods, self.period_s, orders=(0,))[0]
+        # keep what the next block's windows still need: the last 2m samples (none before a hole)
+        segs = hole_segments(tt, self.gap_periods, self.period_s)
+        start = max(len(tt) - 2 * m, segs[-1][0] if segs else 0)
+        self._tail = (tt[start:], xx[start:], yy[start:])
+        done = np.isfinite(xf) & np.isfinite(yf)
+        return tt[done], yf[done], xf[done], xd[done], xdd[done]
+
+
+def _apply_fixed(t, x, width_s, half, gap_periods, period_s, orders=(0, 1, 2)):
+    n = len(t)
+    out = [np.full(n, np.nan) for _ in orders]
+    for a, b in hole_segments(t, gap_periods, period_s):
+        if b - a < 2 * half + 1:
+            continue
+        rows = _kernel_rows(t[a:b], width_s, half, orders)
+        win = sliding_window_view(x[a:b], 2 * half + 1)
+        for k, o in enumerate(orders):
+            out[k][a + half:b - half] = np.einsum('ij,ij->i', rows[o], win)
+    return out
