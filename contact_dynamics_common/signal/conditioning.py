@@ -53,7 +53,8 @@ from .filters import excitation_band
 
 __all__ = ['Bandwidth', 'choose_bandwidth', 'width_for_cutoff', 'cutoff_for_width', 'kernel_half',
            'hole_segments', 'kernel_filter', 'filtered_derivatives', 'parallel_filter', 'noise_std',
-           'stamp_jitter', 'derivative_noise_gain', 'CausalKernel', 'local_fit_attenuation']
+           'stamp_jitter', 'derivative_noise_gain', 'CausalKernel', 'local_fit_attenuation',
+           'local_polynomial_weights']
 
 #: the Gaussian kernel is truncated at this many widths each side (its relative tail beyond it is 6e-7)
 TRUNCATION = 5.0
@@ -335,3 +336,25 @@ def _apply_fixed(t, x, width_s, half, gap_periods, period_s, orders=(0, 1, 2)):
         for k, o in enumerate(orders):
             out[k][a + half:b - half] = np.einsum('ij,ij->i', rows[o], win)
     return out
+
+
+def local_polynomial_weights(t_windows: np.ndarray, order: int) -> np.ndarray:
+    """Weights of a centred local polynomial fit of degree ``order`` on the real stamps of each window.
+
+    ``t_windows`` (K, 2M+1): the stamps (s) of K windows, each centred on its middle sample. Returns
+    G (K, 3, 2M+1) with x(t_c) ~ G[:, 0] @ x_w, xdot(t_c) ~ G[:, 1] @ x_w, xddot(t_c) ~ G[:, 2] @ x_w (least
+    squares; exact for polynomials up to degree ``order``, so the derivative bias of a tone at angular
+    frequency w falls like (w M h)^(order + 1 - d) instead of (w M h)^2 for the local quadratic). Needs
+    2M + 1 > order. Times are scaled by the window's half span for conditioning. Online the fit is causal
+    with a delay of M samples.
+    """
+    tw = np.asarray(t_windows, dtype=np.float64)
+    m = tw.shape[1] // 2
+    if tw.shape[1] <= order or order < 2:
+        raise ValueError(f'a degree-{order} fit needs more than {order} samples per window and order >= 2')
+    u = tw - tw[:, m:m + 1]
+    s = np.abs(u).max(axis=1, keepdims=True)
+    s = np.where(s > 0, s, 1.0)
+    v = np.stack([(u / s) ** k for k in range(order + 1)], axis=2)          # (K, w, order + 1)
+    g = np.linalg.pinv(v)[:, :3, :]                                           # coefficients of 1, u, u^2
+    return g * np.stack([np.ones_like(s), 1.0 / s, 2.0 / (s * s)], axis=1)
