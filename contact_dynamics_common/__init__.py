@@ -19,6 +19,21 @@ import sys
 _MOVED = {
     'stamps': 'signal.stamps',
     'ringbuffer': 'signal.ringbuffer',
+    'msgdefs': 'messages.definitions',
+    'cdr': 'messages.cdr',
+    'msgconv': 'messages.convert',
+    'bag_sqlite': 'bag.sqlite',
+    'bag_ros1': 'bag.ros1',
+    'bag_storage': 'bag.storage',
+    'node': 'ros.node',
+    'params': 'ros.params',
+    'ros_env': 'ros.env',
+    'rosfill': 'ros.fill',
+    'play': 'ros.play',
+    'replay': 'offline.replay',
+    'offline_node': 'offline.node',
+    'batch': 'cli.batch',
+    'report': 'cli.report',
 }
 
 

@@ -21,8 +21,8 @@ import sys
 import time
 from pathlib import Path
 
-from .params import ConfigError, load_params_file, validate_all
-from .registry import load_target, registry
+from ..registry import load_target, registry
+from ..ros.params import ConfigError, load_params_file, validate_all
 
 #: parameters every rclpy node has; accepted in params files and ignored offline
 FRAMEWORK_PARAMS = ('use_sim_time', 'start_type_description_service')
@@ -30,7 +30,7 @@ FRAMEWORK_PARAMS = ('use_sim_time', 'start_type_description_service')
 
 def config_dir() -> Path:
     """The project's config/ (source tree) or the installed share/contact_dynamics/config."""
-    here = Path(__file__).resolve().parents[1] / 'config'
+    here = Path(__file__).resolve().parents[2] / 'config'
     if here.is_dir():
         return here
     return Path(sys.prefix) / 'share' / 'contact_dynamics' / 'config'
@@ -62,8 +62,8 @@ RUN_BAG_KEPT = 5_000
 def run_bag(bag_path: str, config: str, out: str | None = None, report: str | None = None,
             progress: bool = True, overwrite: bool = True):
     """Replay ``bag_path`` through the configured nodes; returns (ReplayResult, summary or None, seconds)."""
-    from .bag import BagReader, BagWriter
-    from .replay import replay
+    from ..bag import BagReader, BagWriter
+    from ..offline.replay import replay
     from .report import plot_estimates, write_summary
 
     bag = BagReader(bag_path)
@@ -125,7 +125,7 @@ def _cmd_batch(args) -> int:
 def _cmd_info(args) -> int:
     import yaml
 
-    from .bag import BagReader
+    from ..bag import BagReader
     bag = BagReader(args.bag)
     recovery = bag.recovery if args.no_verify else bag.verify()
     counts = bag.message_counts
@@ -241,12 +241,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     commands = registry().commands
     if argv[:1] == ['play']:
-        from .play import main as play_main
+        from ..ros.play import main as play_main
         return play_main(argv[1:])
     if argv[:1] == ['simulate']:
         return _guarded('simulate', _cmd_simulate, argv[1:])
     if argv[:1] == ['calibrate']:
-        from .trust.calibration import main as calibrate_main
+        from ..trust.calibration import main as calibrate_main
         return _guarded('calibrate', calibrate_main, argv[1:])
     if argv and argv[0] in commands and argv[0] not in BUILTIN:
         return _guarded(argv[0], load_target(commands[argv[0]].target), argv[1:])
@@ -258,8 +258,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _guarded(name: str, command, args) -> int:
     """Run a command; a user error (bad config, bag, path) is one line on stderr and exit code 2."""
-    from .bag import BagError
-    from .replay import ReplayError
+    from ..bag import BagError
+    from ..offline.replay import ReplayError
     try:
         return command(args)
     except (ConfigError, ReplayError, BagError, FileNotFoundError, FileExistsError) as exc:

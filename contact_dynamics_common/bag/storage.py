@@ -10,8 +10,8 @@ import numpy as np
 from mcap.records import Schema, Statistics
 from mcap.summary import Summary
 
-from . import msgdefs
-from .bag import _Piece
+from ..messages import definitions as msgdefs
+from .reader import _Piece
 
 
 def definition(type_name: str, recorded: str) -> bytes:

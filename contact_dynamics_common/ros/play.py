@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .bag import BagError, BagReader
-from .msgconv import ns_to_sec_nanosec
+from ..bag import BagError, BagReader
+from ..messages.convert import ns_to_sec_nanosec
 
 DEFAULT_DEPTH = 100
 SETTLE_S = 0.5      # after matching: FastDDS can match the writer before the reader has matched it

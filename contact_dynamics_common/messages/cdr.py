@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from mcap_ros2._dynamic import serialize_dynamic
 
-from . import msgdefs
+from . import definitions as msgdefs
 
 _PRIM = {'bool': ('?', 1), 'byte': ('B', 1), 'char': ('B', 1), 'int8': ('b', 1), 'uint8': ('B', 1),
          'int16': ('h', 2), 'uint16': ('H', 2), 'int32': ('i', 4), 'uint32': ('I', 4), 'int64': ('q', 8),

@@ -33,7 +33,7 @@ from typing import Any, Iterable
 
 import yaml
 
-from .params import ConfigError
+from ..ros.params import ConfigError
 
 BAG_SUFFIXES = ('.mcap', '.db3')
 
@@ -85,8 +85,8 @@ def run_one(bag: str, config_text: str, config_name: str = 'params.yaml') -> dic
     row: dict[str, Any] = {'bag': str(bag), 'ok': False, 'error': '', 'seconds': 0.0, 'bag_duration_s': 0.0,
                            'input_messages': 0, 'truth': {}, 'topics': {}}
     try:
-        from .bag import BagReader
-        from .cli import run_bag
+        from ..bag import BagReader
+        from .main import run_bag
         with tempfile.TemporaryDirectory(prefix='cd_batch_') as tmp:
             config = Path(tmp) / Path(config_name).name
             config.write_text(config_text, encoding='utf-8')
@@ -183,7 +183,7 @@ def local_cluster(workers: int):
 
 def _check_config(config: str | Path) -> None:
     """Fail early, in the client, on a parameter file no registered node can use."""
-    from .cli import load_offline_nodes
+    from .main import load_offline_nodes
     load_offline_nodes(config)
 
 

@@ -43,7 +43,7 @@ from mcap.well_known import MessageEncoding, SchemaEncoding
 from mcap.writer import CompressionType, Writer as McapWriter
 from mcap_ros2._dynamic import generate_dynamic
 
-from . import cdr, msgconv, msgdefs
+from ..messages import cdr, convert as msgconv, definitions as msgdefs
 
 __all__ = ['BagError', 'BagReader', 'BagRecovery', 'BagWriter', 'Damage', 'QOS_PRESETS', 'qos_profile']
 
@@ -1044,10 +1044,10 @@ def _open_storage(path: Path, recover: bool) -> Any:
     """The storage reader of one bag file, by its suffix: MCAP, rosbag2 sqlite3 (``.db3``) or ROS 1
     (``.bag``)."""
     if path.suffix == '.db3' or path.name.endswith(('.db3.zstd', '.db3.zst')):
-        from .bag_sqlite import Db3File
+        from .sqlite import Db3File
         return Db3File(path, recover)
     if path.suffix == '.bag':
-        from .bag_ros1 import Bag1File
+        from .ros1 import Bag1File
         return Bag1File(path, recover)
     if path.suffix in ('.zstd', '.zst', '.lz4'):
         raise BagError(f'{path}: a file-compressed rosbag2 bag file; decompress it first '

@@ -19,8 +19,8 @@ from typing import Any
 from mcap.records import Channel, Schema
 from mcap.summary import Summary
 
-from .bag import BagError, Damage, _Piece
-from .bag_storage import SummaryFile, definition, file_size, piece, statistics
+from .reader import BagError, Damage, _Piece
+from .storage import SummaryFile, definition, file_size, piece, statistics
 
 BATCH = 1 << 16            # messages per piece
 

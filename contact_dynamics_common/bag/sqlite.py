@@ -29,8 +29,8 @@ import zstandard
 from mcap.records import Channel, ChunkIndex, Schema
 from mcap.summary import Summary
 
-from .bag import BagError, Damage, _Piece
-from .bag_storage import SummaryFile, definition, file_size, piece, statistics
+from .reader import BagError, Damage, _Piece
+from .storage import SummaryFile, definition, file_size, piece, statistics
 
 BATCH = 1 << 16            # rows per piece
 _ZSTD_MAGIC = b'\x28\xb5\x2f\xfd'

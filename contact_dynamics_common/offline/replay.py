@@ -37,7 +37,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .bag import BagReader, BagWriter
+from ..bag import BagReader, BagWriter
 
 #: bag seconds per chunk of streamed replay
 CHUNK_S = 10.0

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from .replay import ReplayResult
+from ..offline.replay import ReplayResult
 
 
 def flatten_fields(fields: Any, prefix: str = '') -> dict[str, Any]:
