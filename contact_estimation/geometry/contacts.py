@@ -58,6 +58,27 @@ class ContactSet:
     def __len__(self) -> int:
         return len(self.k)
 
+    def with_motion(self, v, w, slide_eps: float) -> ContactSet:
+        """The same contacts (points, normals, interferences) under another payload twist v (T, 3), ω (T, 3)
+        (world, m/s, rad/s): δ̇, v_t, t and sliding recomputed exactly as ``ContactKinematics.compute`` does."""
+        kk = self.k
+        vr = np.asarray(v, float).reshape(-1, 3)[kk] + np.cross(np.asarray(w, float).reshape(-1, 3)[kk], self.lever)
+        vn = np.einsum('bi,bi->b', vr, self.n)
+        vt = vr - vn[:, None] * self.n
+        speed = np.linalg.norm(vt, axis=1)
+        sliding = speed >= slide_eps
+        t = np.where(sliding[:, None], -vt / np.where(sliding, speed, 1.0)[:, None], 0.0)
+        return ContactSet(kk, self.pair, self.r, self.n, t, self.delta, -vn, sliding, self.lever, self.count, vt)
+
+    def displaced(self, dx, dphi) -> ContactSet:
+        """First-order interferences after moving the payload by dx (T, 3) m and a small rotation dphi (T, 3)
+        rad about its origin (world axes): δ' = δ − (dx + dphi × lever)·n (same contacts, normals, points)."""
+        kk = self.k
+        du = np.asarray(dx, float).reshape(-1, 3)[kk] + np.cross(np.asarray(dphi, float).reshape(-1, 3)[kk], self.lever)
+        delta = self.delta - np.einsum('bi,bi->b', du, self.n)
+        return ContactSet(kk, self.pair, self.r, self.n, self.t, delta, self.delta_dot, self.sliding, self.lever,
+                          self.count, self.v_t)
+
 
 def _pad(arrs: list[np.ndarray], size: int) -> np.ndarray:
     """Stack (n_i, 3) arrays padded to ``size`` rows by repeating the first row (harmless for min/max)."""

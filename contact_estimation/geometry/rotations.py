@@ -58,3 +58,37 @@ def angular_velocity_from_quats(q0, q1, dt: float) -> np.ndarray:
     r = Rotation.from_quat(np.asarray(q1, float).reshape(-1, 4)) * \
         Rotation.from_quat(np.asarray(q0, float).reshape(-1, 4)).inv()
     return (r.as_rotvec() / dt).reshape(np.shape(q0)[:-1] + (3,))
+
+
+def twist_from_poses(t, x, q, half_window: int) -> tuple[np.ndarray, np.ndarray]:
+    """Linear velocity v (m/s) and world angular velocity ω (rad/s) at every sample of one hole-free pose
+    segment (stamps t in s, positions x (n, 3), quaternions q (n, 4) x-y-z-w) by centred local-line fits
+    (``contact_dynamics_common.signal.filters.local_derivatives``, the Savitzky-Golay differentiator on
+    uniform stamps) over 2M+1 samples, M = min(``half_window``, (n − 1) // 2):
+
+        v_i = slope of x over t_{i−M..i+M},   ω_i = 2 vec(q̇_i ⊗ q_i⁻¹)  (q̇_i: slope of the sign-aligned q)
+
+    The first and last M samples take the slope of the first / last full window (one-sided, as at a hole).
+    Two samples: their difference quotient. Fewer: NaN. Derivative bandwidth: a local line over ±M samples
+    attenuates a tone of angular frequency w by ≈ (w h)² (3M² + 3M − 1) / 30 (h the period)."""
+    from contact_dynamics_common.signal.filters import local_derivatives
+
+    t = np.asarray(t, float)
+    x = np.asarray(x, float).reshape(-1, 3)
+    q = np.asarray(q, float).reshape(-1, 4)
+    n = len(t)
+    if n < 2:
+        return np.full((n, 3), np.nan), np.full((n, 3), np.nan)
+    # quaternions sign-aligned along the segment (q and -q are the same rotation)
+    s = np.sign(np.einsum('ni,ni->n', q[1:], q[:-1]) + 1e-300)
+    qa = q * np.r_[1.0, np.cumprod(s)][:, None]
+    cols = np.concatenate([x, qa], axis=1)
+    m = min(int(half_window), (n - 1) // 2)
+    if m < 1:
+        d = np.repeat(((cols[1] - cols[0]) / (t[1] - t[0]))[None, :], n, axis=0)
+    else:
+        slopes = np.column_stack([local_derivatives(t, cols[:, j], m)[0] for j in range(7)])
+        d = np.concatenate([np.repeat(slopes[:1], m, axis=0), slopes, np.repeat(slopes[-1:], m, axis=0)])
+    qinv = qa * np.array([-1.0, -1.0, -1.0, 1.0]) / np.einsum('ni,ni->n', qa, qa)[:, None]
+    w = 2.0 * quat_multiply(d[:, 3:], qinv)[:, :3]
+    return d[:, :3], w

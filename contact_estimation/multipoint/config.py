@@ -15,7 +15,8 @@ PARAMS: list[ParamSpec] = [
               "origin) or 'world' (the pose frame, e.g. a force plate resolved there).",
               choices=('payload', 'world')),
     ParamSpec('pose_source', 'odometry', "'odometry': nav_msgs/Odometry with the twist in the child frame "
-              "(REP-105); 'pose': geometry_msgs/PoseStamped, the twist by central differences of the poses.",
+              "(REP-105); 'pose': geometry_msgs/PoseStamped, the twist by local-line fits of the poses (see "
+              "pose_derivative_half_window).",
               choices=('odometry', 'pose')),
     ParamSpec('odom_topic', 'payload/odom', 'nav_msgs/Odometry input of the payload frame (pose_source=odometry).'),
     ParamSpec('pose_topic', 'payload/pose', 'geometry_msgs/PoseStamped input of the payload frame '
@@ -24,6 +25,11 @@ PARAMS: list[ParamSpec] = [
               'Geometry YAML (payload and environment convex parts, see the file for the format). A relative '
               "path is looked up in the working directory, then in the package's config/.",
               check=lambda v: None if v.strip() else 'must name a geometry file'),
+    ParamSpec('pose_derivative_half_window', 1, "pose_source=pose: the twist is the slope of a centred local line "
+              "over +-M pose samples (M = this; the online delay is M + 1 pose samples: the conditioning term's "
+              "second twist uses +-(M + 1)). 1 = central differences, the widest band: the wrench is not filtered, "
+              "so a wider window only attenuates the contact's fast motion more (the bandwidth term measures it).",
+              low=1, high=50),
     ParamSpec('max_pose_gap', 0.05, 'Wrench samples are paired with the pose interpolated between two pose samples '
               'at most this far apart; others are dropped (counted).', low=0.0, low_open=True, unit='s'),
     ParamSpec('sensor_timeout', 0.5, 'An input silent for longer is reported stale in /diagnostics.',

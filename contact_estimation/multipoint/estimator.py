@@ -135,6 +135,35 @@ def gram(A: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, i
     return A.T @ A, A.T @ y, float(y @ y), int(len(y))
 
 
+#: relative floating-point floor of every σ (solving the scaled normal equations of exact data)
+FLOAT_FLOOR = 1e-9
+
+
+def honest_covariance(cov_white: np.ndarray, theta: np.ndarray, residual_cov: np.ndarray | None = None,
+                      cov_terms: dict | None = None) -> np.ndarray:
+    """Total covariance of θ (3×3, θ units): C = D_res^½ ρ D_res^½ + Σ_terms C_term + diag((1e-9 θ)²).
+
+    D_res per parameter is the larger of the white-residual variance (σ²(ΦᵀΦ)⁻¹) and the HAC sandwich
+    variance ``residual_cov`` (correlated residuals: model error, differentiation error), ρ the correlation of
+    the white-residual form; ``cov_terms`` are added as given (PSD; e.g. Δ Δᵀ of a conditioning term). A
+    rank-deficient / non-finite input stays non-finite (the caller turns it into its "unknown")."""
+    C = np.asarray(cov_white, float)
+    if not np.all(np.isfinite(C)):
+        return C
+    if residual_cov is not None and np.all(np.isfinite(residual_cov)):
+        d0 = np.sqrt(np.maximum(np.diag(C), 0.0))
+        d1 = np.sqrt(np.maximum(np.diag(residual_cov), d0 ** 2))
+        with np.errstate(invalid='ignore', divide='ignore'):
+            rho = np.where(np.outer(d0, d0) > 0, C / np.outer(d0, d0), 0.0)
+        np.fill_diagonal(rho, 1.0)
+        C = rho * np.outer(d1, d1)
+    for term in (cov_terms or {}).values():
+        term = np.asarray(term, float)
+        C = C + (term if np.all(np.isfinite(term)) else np.diag(np.full(3, np.inf)))
+    C = C + np.diag((FLOAT_FLOOR * np.abs(np.asarray(theta, float))) ** 2)
+    return 0.5 * (C + C.T)
+
+
 def _excitation(G: np.ndarray) -> np.ndarray:
     """Per column: |(I − P_others) φ_j| / |φ_j| from the Gram matrix (Schur complement); 1 = orthogonal to the
     others, 0 = explained by them."""
@@ -161,11 +190,17 @@ def global_fit(A: np.ndarray, y: np.ndarray, *, bounded: bool = True, thresholds
 
 def global_fit_gram(G: np.ndarray, g: np.ndarray, yy: float, rows: int, *, bounded: bool = True,
                     thresholds: Thresholds | None = None, formulation: str = 'force',
-                    samples_used: int | None = None, rss=None) -> MultiPointEstimate:
+                    samples_used: int | None = None, rss=None, residual_cov: np.ndarray | None = None,
+                    cov_terms: dict | None = None) -> MultiPointEstimate:
     """The global fit from the sufficient statistics G = AᵀA, g = Aᵀy, yy = yᵀy of ``rows`` rows (constant cost
     per update however long the record): columns scaled by their RMS, min ||R z − t|| with RᵀR = G_s, z ≥ 0
     (the same minimiser as over the rows). ``rss(θ)``, when the rows are at hand, gives the residual sum of
-    squares exactly; otherwise RSS = yy − 2 zᵀg_s + zᵀG_s z (cancellation: ~1e-8 of yy)."""
+    squares exactly; otherwise RSS = yy − 2 zᵀg_s + zᵀG_s z (cancellation: ~1e-8 of yy).
+
+    Covariance of θ = [k, b, μk] (see ``honest_covariance``): the white-residual σ²(ΦᵀΦ)⁻¹, raised per
+    parameter to ``residual_cov`` (a HAC sandwich of the same fit) when that is larger, plus every matrix of
+    ``cov_terms`` (name -> 3×3 PSD in θ units: the chain's conditioning terms), plus a floating-point floor
+    (1e-9 |θ|)². The verdict's significance and the identifiability flag use this total."""
     th = thresholds or Thresholds()
     G, g = np.asarray(G, float), np.asarray(g, float)
     samples = int(samples_used if samples_used is not None else rows)
@@ -204,7 +239,7 @@ def global_fit_gram(G: np.ndarray, g: np.ndarray, yy: float, rows: int, *, bound
         cov_z = sigma2 * np.linalg.inv(Gs) if rank == 3 else np.full((3, 3), np.inf)
     except np.linalg.LinAlgError:
         cov_z = np.full((3, 3), np.inf)
-    cov_theta = cov_z / np.outer(scale, scale)
+    cov_theta = honest_covariance(cov_z / np.outer(scale, scale), theta, residual_cov, cov_terms)
     k, b, muk = theta
     kpos = k > 1e-12 * max(1.0, np.abs(theta).max())
     mu = muk / k if kpos else 0.0
@@ -217,7 +252,8 @@ def global_fit_gram(G: np.ndarray, g: np.ndarray, yy: float, rows: int, *, bound
     excitation = _excitation(Gs)
     excitation[unexcited] = 0.0
     std = np.sqrt(np.maximum(np.diag(cov_theta), 0.0))
-    identifiable = (excitation >= th.min_excitation) & ~unexcited & np.isfinite(std)
+    # identified: excited AND standing out of its own (total) σ — never "identifiable" with σ > |value|
+    identifiable = (excitation >= th.min_excitation) & ~unexcited & np.isfinite(std) & (np.abs(theta) > std)
     resid_rms = float(np.sqrt(rss / rows))
     y_rms = float(np.sqrt(yy / rows))
     frac = resid_rms / y_rms if y_rms > 0 else float('inf')
@@ -227,7 +263,9 @@ def global_fit_gram(G: np.ndarray, g: np.ndarray, yy: float, rows: int, *, bound
     elif cond > th.max_condition:
         reasons.append(f'condition number {cond:.3g} > {th.max_condition:.3g}')
     for j, name in enumerate(NAMES):
-        if not identifiable[j]:
+        if not identifiable[j] and excitation[j] >= th.min_excitation and not unexcited[j] and np.isfinite(std[j]):
+            reasons.append(f'{name} not significant ({theta[j]:.4g} ± {std[j]:.2g})')
+        elif not identifiable[j]:
             reasons.append(f'{name} not identifiable (excitation {excitation[j]:.2g})')
         elif active[j]:
             reasons.append(f'{name} at its bound (0)')

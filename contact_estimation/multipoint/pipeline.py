@@ -5,14 +5,24 @@ Processing (a sample's result does not depend on how the stream was batched):
 1. each input passes a ``StampGate`` (zero stamps, NaN/inf, out-of-order samples dropped and counted; a
    backward jump larger than ``time_jump_threshold`` resets the estimator);
 2. pose samples get their twist: Odometry's (child frame, rotated to the pose frame) or, for PoseStamped,
-   central differences of the neighbouring poses (known once the next pose has arrived);
-3. a wrench sample is paired with the pose interpolated at its stamp (linear position and twist, normalised
-   linear quaternion) between two pose samples at most ``max_pose_gap`` apart whose twists are known;
+   centred local-line fits over ±M = ``pose_derivative_half_window`` pose samples
+   (``geometry.rotations.twist_from_poses``; zero phase, known online once M + 1 later poses have arrived:
+   the delay) and, for the conditioning term, a second twist over ±(M + 1); a pose gap longer than
+   ``max_pose_gap`` splits the stream (no derivative window spans it; one-sided windows at its edges);
+3. a wrench sample is paired with the pose interpolated at its stamp between two pose samples at most
+   ``max_pose_gap`` apart whose twists are known: cubic Hermite in position and quaternion (the twists as end
+   slopes, exact to O(h⁴) on smooth motion), linear in the twist; the old linear/normalised-linear pose is kept
+   as the alternative of the interpolation term (zero when the stamps coincide);
 4. the contact kinematics of the paired instants (``contact_estimation.geometry.contacts``) give the regressor
-   blocks (``estimator.regressor``) and measured rows, kept for the estimation window;
+   blocks (``estimator.regressor``) and measured rows, kept for the estimation window, with the alternative
+   rows of the two conditioning terms (other twist bandwidth; linear interpolation, first order in the pose
+   change: ``ContactSet.with_motion`` / ``ContactSet.displaced``);
 5. every update solves the global bounded least squares over the window from its running sufficient
-   statistics AᵀA, Aᵀy, yᵀy (``estimator.global_fit_gram``: constant cost per update; recomputed from the
-   kept rows when the window drops old ones).
+   statistics AᵀA, Aᵀy, yᵀy (``estimator.global_fit_gram``; recomputed from the kept rows when the window drops
+   old ones), then its honest covariance (``estimator.honest_covariance``): the HAC sandwich of the residuals
+   (``trust.hac_covariance``, lags from their own autocorrelation) where larger than the white form, plus
+   ΔΔᵀ of the bandwidth term (estimate with the ±(M+1) twist − estimate) and of the interpolation term
+   (estimate with linearly interpolated poses − estimate). Significance and identifiability use the total.
 """
 from __future__ import annotations
 
@@ -23,11 +33,14 @@ import numpy as np
 
 from contact_dynamics_common.params import ConfigError
 from contact_dynamics_common.stamps import StampGate
+from contact_dynamics_common.trust.checks import hac_covariance
 from contact_estimation.geometry.body import CompoundBody, load_geometry
 from contact_estimation.geometry.contacts import ContactKinematics, ContactSet
-from contact_estimation.geometry.rotations import angular_velocity_from_quats, quat_to_matrix
+from contact_estimation.geometry.rotations import quat_multiply, quat_to_matrix, twist_from_poses
 
-from .estimator import MultiPointEstimate, Thresholds, global_fit_gram, gram, measurement, regressor
+from .estimator import MultiPointEstimate, Thresholds, global_fit, global_fit_gram, gram, measurement, regressor
+
+_POSE_COLS = ('_p_t', '_p_x', '_p_q', '_p_v', '_p_w', '_p_v2', '_p_w2', '_p_known', '_p_start')
 
 
 def resolve_geometry_path(name: str) -> Path:
@@ -65,6 +78,7 @@ class MultiPointPipeline:
                                      max_residual_fraction=params['max_residual_fraction'],
                                      significance=params['significance'])
         self.rows_per_instant = 6 if params['formulation'] == 'force_moment' else 3
+        self.half_window = int(params['pose_derivative_half_window'])
         self.wrench_gate = StampGate(params['time_jump_threshold'])
         self.pose_gate = StampGate(params['time_jump_threshold'])
         self.counts = {'wrench_unpaired': 0, 'resets': 0, 'instants': 0, 'instants_in_contact': 0}
@@ -83,10 +97,16 @@ class MultiPointPipeline:
         self._p_q = np.zeros((0, 4))
         self._p_v = np.zeros((0, 3))
         self._p_w = np.zeros((0, 3))
+        self._p_v2 = np.zeros((0, 3))
+        self._p_w2 = np.zeros((0, 3))
         self._p_known = np.zeros(0, bool)
+        self._p_start = np.zeros(0, bool)            # first sample of a hole-free pose segment
         self._rows_t = np.zeros(0, np.int64)
         self._rows_A = np.zeros((0, self.rows_per_instant, 3))
         self._rows_y = np.zeros((0, self.rows_per_instant))
+        self._rows_A_bw = np.zeros((0, self.rows_per_instant, 3))     # rows with the other twist bandwidth
+        self._rows_A_in = np.zeros((0, self.rows_per_instant, 3))     # rows with linearly interpolated poses
+        self._rows_y_in = np.zeros((0, self.rows_per_instant))
         self._stats = [np.zeros((3, 3)), np.zeros(3), 0.0, 0]        # AᵀA, Aᵀy, yᵀy, rows of the window
         self.latest: Latest | None = None
         self.estimate: MultiPointEstimate | None = None
@@ -130,6 +150,11 @@ class MultiPointPipeline:
             if not len(i):
                 continue
             qi = q[i] / qn[i][:, None]
+            st = stamps[i]
+            gap = self.params['max_pose_gap']
+            first = (not len(self._p_t)) or (st[0] - self._p_t[-1]) * 1e-9 > gap
+            start = np.r_[first, np.diff(st) * 1e-9 > gap]
+            self._p_start = np.r_[self._p_start, start]
             self._p_t = np.r_[self._p_t, stamps[i]]
             self._p_x = np.r_[self._p_x, x[i]]
             self._p_q = np.r_[self._p_q, qi]
@@ -137,12 +162,14 @@ class MultiPointPipeline:
                 R = quat_to_matrix(qi)
                 self._p_v = np.r_[self._p_v, np.einsum('nij,nj->ni', R, lin[i])]
                 self._p_w = np.r_[self._p_w, np.einsum('nij,nj->ni', R, ang[i])]
+                self._p_v2 = np.r_[self._p_v2, self._p_v[-len(i):]]
+                self._p_w2 = np.r_[self._p_w2, self._p_w[-len(i):]]
                 self._p_known = np.r_[self._p_known, np.ones(len(i), bool)]
             else:
-                self._p_v = np.r_[self._p_v, np.zeros((len(i), 3))]
-                self._p_w = np.r_[self._p_w, np.zeros((len(i), 3))]
+                for name in ('_p_v', '_p_w', '_p_v2', '_p_w2'):
+                    setattr(self, name, np.r_[getattr(self, name), np.full((len(i), 3), np.nan)])
                 self._p_known = np.r_[self._p_known, np.zeros(len(i), bool)]
-                self._difference_twists()
+                self._pose_twists()
 
     def push_pose(self, stamp_ns: int, position, orientation, linear=None, angular=None) -> None:
         """One sample (ROS callback): only queued; gated and stored in arrival order by the next update."""
@@ -164,18 +191,38 @@ class MultiPointPipeline:
                 self.push_pose_columns(*cols[:3], *(cols[3:] if kind == 'odom' else ()))
             start = k
 
-    def _difference_twists(self) -> None:
-        """Central differences for pose samples that now have both neighbours (first sample: forward)."""
+    def _pose_twists(self) -> None:
+        """Twists of the pose samples whose derivative windows are complete (see the module docstring, step 2):
+        in the newest (open) segment a sample waits until its ±(M + 1) window — or, near the segment start,
+        the first full window — has arrived; a closed segment (a later pose after a gap) is finished with
+        one-sided windows. A sample's twist never depends on how the stream was batched."""
         n = len(self._p_t)
-        todo = np.nonzero(~self._p_known[:n - 1])[0] if n >= 2 else np.zeros(0, int)
+        todo = np.nonzero(~self._p_known)[0]
         if not len(todo):
             return
-        lo = np.maximum(todo - 1, 0)
-        hi = todo + 1
-        dt = (self._p_t[hi] - self._p_t[lo]) * 1e-9
-        self._p_v[todo] = (self._p_x[hi] - self._p_x[lo]) / dt[:, None]
-        self._p_w[todo] = angular_velocity_from_quats(self._p_q[lo], self._p_q[hi], 1.0) / dt[:, None]
-        self._p_known[todo] = True
+        m, m2 = self.half_window, self.half_window + 1
+        starts = np.r_[np.nonzero(self._p_start)[0], n]
+        starts = np.unique(np.r_[0, starts])
+        for a, b in zip(starts[:-1], starts[1:]):
+            mine = todo[(todo >= a) & (todo < b)]
+            if not len(mine):
+                continue
+            closed = b < n
+            if not closed:
+                seg_start = bool(self._p_start[a])
+                # window end needed: i + m2 (centred) or a + 2 m2 (first full window at the segment start)
+                need = np.maximum(mine + m2, (a + 2 * m2) if seg_start else mine + m2)
+                mine = mine[need <= b - 1]
+                if not len(mine):
+                    continue
+            lo = a if (mine[0] - 2 * m2 <= a) else mine[0] - 2 * m2
+            sl = slice(lo, b)
+            t = (self._p_t[sl] - self._p_t[lo]) * 1e-9
+            v, w = twist_from_poses(t, self._p_x[sl], self._p_q[sl], m)
+            v2, w2 = twist_from_poses(t, self._p_x[sl], self._p_q[sl], m2)
+            k = mine - lo
+            self._p_v[mine], self._p_w[mine], self._p_v2[mine], self._p_w2[mine] = v[k], w[k], v2[k], w2[k]
+            self._p_known[mine] = True
 
     def _time_jump(self, source: str, new_ns: int | None) -> None:
         """Time went back in ``source`` (a looped bag): forget the estimation and that stream's samples; the
@@ -185,6 +232,7 @@ class MultiPointPipeline:
         self._rows_t = self._rows_t[:0]
         self._rows_A = self._rows_A[:0]
         self._rows_y = self._rows_y[:0]
+        self._rows_A_bw, self._rows_A_in, self._rows_y_in = self._rows_A_bw[:0], self._rows_A_in[:0], self._rows_y_in[:0]
         self._stats = [np.zeros((3, 3)), np.zeros(3), 0.0, 0]
         self.latest, self.estimate, self.newest_ns = None, None, 0
         wrench_side = source == 'wrench'
@@ -198,12 +246,12 @@ class MultiPointPipeline:
         if stream == 'wrench':
             self._w_t, self._w_F, self._w_M = self._w_t[:0], self._w_F[:0], self._w_M[:0]
         else:
-            for name in ('_p_t', '_p_x', '_p_q', '_p_v', '_p_w', '_p_known'):
+            for name in _POSE_COLS:
                 setattr(self, name, getattr(self, name)[:0])
 
     # ------------------------------------------------------------------ processing
     def _pair(self) -> None:
-        """Pair pending wrench samples with interpolated poses; compute their rows."""
+        """Pair pending wrench samples with interpolated poses; compute their rows (and the alternatives)."""
         if not len(self._w_t) or not len(self._p_t):
             return
         known = np.nonzero(self._p_known)[0]
@@ -223,42 +271,73 @@ class MultiPointPipeline:
         gap = (self._p_t[j1] - self._p_t[jc]) * 1e-9
         ok = ~before & (exact | ((j1 > jc) & (gap <= self.params['max_pose_gap'])))
         ok &= self._p_known[jc] & (exact | self._p_known[j1])
+        twist_ok = np.isfinite(self._p_v[jc]).all(1) & np.isfinite(self._p_v2[jc]).all(1) & \
+            (exact | (np.isfinite(self._p_v[j1]).all(1) & np.isfinite(self._p_v2[j1]).all(1)))
+        ok &= twist_ok
         self.counts['wrench_unpaired'] += int((~ok).sum())
         if ok.any():
-            jj, jn = jc[ok], j1[ok]
-            t = wt[ok]
-            a = np.where(exact[ok], 0.0, (t - self._p_t[jj]) * 1e-9 / np.where(exact[ok], 1.0, gap[ok]))[:, None]
-            x = (1 - a) * self._p_x[jj] + a * self._p_x[jn]
-            q1 = self._p_q[jn] * np.sign(np.einsum('ni,ni->n', self._p_q[jj], self._p_q[jn]) + 1e-300)[:, None]
-            q = (1 - a) * self._p_q[jj] + a * q1
-            v = (1 - a) * self._p_v[jj] + a * self._p_v[jn]
-            w = (1 - a) * self._p_w[jj] + a * self._p_w[jn]
-            R = quat_to_matrix(q)
-            F, M = self._w_F[ready][ok], self._w_M[ready][ok]
-            if self.params['wrench_expressed_in'] == 'payload':
-                F = np.einsum('nij,nj->ni', R, F)
-                M = np.einsum('nij,nj->ni', R, M)
-            cs = self.kin.compute(R, x, v, w)
-            n = len(t)
-            A = regressor(cs, n, self.params['formulation'], self.params['moment_scale'])
-            y = measurement(F, M, self.params['formulation'], self.params['moment_scale'])
-            contact = cs.count > 0
-            self.counts['instants'] += n
-            self.counts['instants_in_contact'] += int(contact.sum())
-            self._rows_t = np.r_[self._rows_t, t[contact]]
-            self._rows_A = np.concatenate([self._rows_A, A[contact]])
-            self._rows_y = np.concatenate([self._rows_y, y[contact]])
-            self._accumulate(A[contact], y[contact])
-            self.latest = Latest(int(t[-1]), cs.at(n - 1))
-            self.newest_ns = int(t[-1])
-        # drop consumed wrench samples and pose samples no longer needed
+            self._rows_of(wt[ok], jc[ok], j1[ok], exact[ok], gap[ok], self._w_F[ready][ok], self._w_M[ready][ok])
+        # drop consumed wrench samples and pose samples no longer needed (keep the derivative windows' history)
         keep = ~ready
         self._w_t, self._w_F, self._w_M = self._w_t[keep], self._w_F[keep], self._w_M[keep]
-        cut = max(int(last_known) - 1, 0)
+        unknown = np.nonzero(~self._p_known)[0]
+        cut = int(last_known) - 1
+        if len(unknown):
+            cut = min(cut, int(unknown[0]) - 2 * (self.half_window + 1) - 1)
         if cut > 0:
-            for name in ('_p_t', '_p_x', '_p_q', '_p_v', '_p_w', '_p_known'):
+            for name in _POSE_COLS:
                 setattr(self, name, getattr(self, name)[cut:])
         self._prune()
+
+    def _rows_of(self, t, jj, jn, exact, gap, F, M) -> None:
+        """Rows of paired wrench samples at stamps t between pose samples jj and jn (gap s apart)."""
+        a = np.where(exact, 0.0, (t - self._p_t[jj]) * 1e-9 / np.where(exact, 1.0, gap))[:, None]
+        h = np.where(exact, 0.0, gap)[:, None]
+        # cubic Hermite basis (the twists as end slopes)
+        h00, h10 = 2 * a ** 3 - 3 * a ** 2 + 1, a ** 3 - 2 * a ** 2 + a
+        h01, h11 = -2 * a ** 3 + 3 * a ** 2, a ** 3 - a ** 2
+        x0, x1 = self._p_x[jj], self._p_x[jn]
+        v0, v1 = self._p_v[jj], self._p_v[jn]
+        x = h00 * x0 + h10 * h * v0 + h01 * x1 + h11 * h * v1
+        q0 = self._p_q[jj]
+        q1 = self._p_q[jn] * np.sign(np.einsum('ni,ni->n', q0, self._p_q[jn]) + 1e-300)[:, None]
+        pad = lambda w: np.concatenate([w, np.zeros((len(w), 1))], axis=1)
+        dq0 = 0.5 * quat_multiply(pad(self._p_w[jj]), q0)
+        dq1 = 0.5 * quat_multiply(pad(self._p_w[jn]), q1)
+        q = h00 * q0 + h10 * h * dq0 + h01 * q1 + h11 * h * dq1
+        q = q / np.linalg.norm(q, axis=1, keepdims=True)
+        lin = lambda u0, u1: (1 - a) * u0 + a * u1
+        v, w = lin(v0, v1), lin(self._p_w[jj], self._p_w[jn])
+        v2, w2 = lin(self._p_v2[jj], self._p_v2[jn]), lin(self._p_w2[jj], self._p_w2[jn])
+        x_lin = lin(x0, x1)
+        q_lin = lin(q0, q1)
+        q_lin = q_lin / np.linalg.norm(q_lin, axis=1, keepdims=True)
+        R, R_lin = quat_to_matrix(q), quat_to_matrix(q_lin)
+        F_lin, M_lin = F, M
+        if self.params['wrench_expressed_in'] == 'payload':
+            F, F_lin = np.einsum('nij,nj->ni', R, F), np.einsum('nij,nj->ni', R_lin, F_lin)
+            M, M_lin = np.einsum('nij,nj->ni', R, M), np.einsum('nij,nj->ni', R_lin, M_lin)
+        cs = self.kin.compute(R, x, v, w)
+        n = len(t)
+        form, ms = self.params['formulation'], self.params['moment_scale']
+        A = regressor(cs, n, form, ms)
+        y = measurement(F, M, form, ms)
+        A_bw = regressor(cs.with_motion(v2, w2, self.kin.slide_eps), n, form, ms)
+        dphi = 2.0 * quat_multiply(q_lin, q * np.array([-1.0, -1.0, -1.0, 1.0]))[:, :3]
+        A_in = regressor(cs.displaced(x_lin - x, dphi), n, form, ms)
+        y_in = measurement(F_lin, M_lin, form, ms)
+        contact = cs.count > 0
+        self.counts['instants'] += n
+        self.counts['instants_in_contact'] += int(contact.sum())
+        self._rows_t = np.r_[self._rows_t, t[contact]]
+        self._rows_A = np.concatenate([self._rows_A, A[contact]])
+        self._rows_y = np.concatenate([self._rows_y, y[contact]])
+        self._rows_A_bw = np.concatenate([self._rows_A_bw, A_bw[contact]])
+        self._rows_A_in = np.concatenate([self._rows_A_in, A_in[contact]])
+        self._rows_y_in = np.concatenate([self._rows_y_in, y_in[contact]])
+        self._accumulate(A[contact], y[contact])
+        self.latest = Latest(int(t[-1]), cs.at(n - 1))
+        self.newest_ns = int(t[-1])
 
     def _prune(self) -> None:
         keep = np.ones(len(self._rows_t), bool)
@@ -268,7 +347,8 @@ class MultiPointPipeline:
         if extra > 0:
             keep[np.nonzero(keep)[0][:extra]] = False
         if not keep.all():
-            self._rows_t, self._rows_A, self._rows_y = self._rows_t[keep], self._rows_A[keep], self._rows_y[keep]
+            for name in ('_rows_t', '_rows_A', '_rows_y', '_rows_A_bw', '_rows_A_in', '_rows_y_in'):
+                setattr(self, name, getattr(self, name)[keep])
             self._stats = [np.zeros((3, 3)), np.zeros(3), 0.0, 0]       # recomputed: no drift from subtraction
             self._accumulate(self._rows_A, self._rows_y)
 
@@ -283,11 +363,37 @@ class MultiPointPipeline:
         if not len(self._rows_t):
             return self.estimate
         A, y = self._rows_A.reshape(-1, 3), self._rows_y.reshape(-1)
-        self.estimate = global_fit_gram(*self._stats, thresholds=self.thresholds,
-                                        formulation=self.params['formulation'], samples_used=len(self._rows_t),
-                                        rss=lambda th: float(np.sum((y - A @ th) ** 2)))
+        rss = lambda th: float(np.sum((y - A @ th) ** 2))
+        common = dict(thresholds=self.thresholds, formulation=self.params['formulation'],
+                      samples_used=len(self._rows_t))
+        first = global_fit_gram(*self._stats, rss=rss, **common)
+        hac, terms = self._sigma_terms(first, A, y)
+        self.estimate = global_fit_gram(*self._stats, rss=rss, residual_cov=hac, cov_terms=terms, **common)
+        for name, C in (('hac', hac), *terms.items()):
+            if C is not None:
+                sd = np.sqrt(np.maximum(np.diag(C), 0.0))
+                for j, par in enumerate(('k', 'b', 'mu_k')):
+                    self.estimate.extras[f'sigma_{name}_{par}'] = float(sd[j])
+        self.estimate.extras['pose_derivative_half_window'] = self.half_window
         self.estimate.extras['stamp_ns'] = int(self._rows_t[-1])
         return self.estimate
+
+    def _sigma_terms(self, first: MultiPointEstimate, A: np.ndarray, y: np.ndarray):
+        """HAC sandwich of the residuals of ``first`` (θ units) and the conditioning terms ΔΔᵀ (bandwidth,
+        interpolation) of the estimates from the alternative rows."""
+        if first.rank < 3 or len(y) < 12:
+            return None, {}
+        theta = first.theta
+        scale = np.sqrt(np.maximum(np.einsum('ij,ij->j', A, A) / len(y), 1e-300))
+        r = y - A @ theta
+        hac = hac_covariance(A / scale, r, lags='auto') / np.outer(scale, scale)
+        terms = {}
+        for name, Aa, ya in (('bandwidth', self._rows_A_bw, self._rows_y), ('interpolation', self._rows_A_in,
+                                                                             self._rows_y_in)):
+            alt = global_fit(Aa.reshape(-1, 3), ya.reshape(-1), formulation=self.params['formulation'])
+            d = alt.theta - theta if alt.rank == 3 else np.full(3, np.inf)
+            terms[name] = np.outer(d, d) if np.all(np.isfinite(d)) else np.diag(np.full(3, np.inf))
+        return hac, terms
 
     def status(self) -> dict:
         self._flush()
