@@ -1,3 +1,4 @@
+"""``python -m contact_dynamics_common.cli``: the ``contact-dynamics`` command."""
 import sys
 
 from .main import main

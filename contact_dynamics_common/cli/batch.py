@@ -2,7 +2,7 @@
 
   contact-dynamics batch BAG_OR_GLOB... --config PARAMS.yaml --report DIR [--workers N | --scheduler ADDRESS]
 
-Every bag is one task ``run_one(bag, config_text)``: the same ``cli.run_bag`` a single run-bag does, on a
+Every bag is one task ``run_one(bag, config_text)``: the same ``cli.run.run_bag`` a single run-bag does, on a
 worker process, returning the final message of every output topic reduced to its parameters
 (value, σ = √diag(covariance), validity and reason), the bag's ground truth when its ``custom_data`` carries
 one (``ground_truth``), or the error when the bag fails. A failing bag is a failed row; the other tasks go on.
@@ -86,7 +86,7 @@ def run_one(bag: str, config_text: str, config_name: str = 'params.yaml') -> dic
                            'input_messages': 0, 'truth': {}, 'topics': {}}
     try:
         from ..bag import BagReader
-        from .main import run_bag
+        from .run import run_bag
         with tempfile.TemporaryDirectory(prefix='cd_batch_') as tmp:
             config = Path(tmp) / Path(config_name).name
             config.write_text(config_text, encoding='utf-8')
@@ -183,7 +183,7 @@ def local_cluster(workers: int):
 
 def _check_config(config: str | Path) -> None:
     """Fail early, in the client, on a parameter file no registered node can use."""
-    from .main import load_offline_nodes
+    from .run import load_offline_nodes
     load_offline_nodes(config)
 
 
