@@ -128,6 +128,13 @@ def adequacy_checks(est: ContactEstimate, samples: ContactSamples, alpha: float 
         ref, ref_cov = np.linalg.lstsq(Xs, F, rcond=None)[0] / scale, hac
     gap = np.where(used, est.values - ref, 0.0)
     var = np.maximum(var, np.diagonal(ref_cov) + gap ** 2)
+    # the signal chain: the gap to the parallel-filtered fit of the same window (no differentiator bias), whose
+    # own covariance holds its HAC sandwich, the EIV bias of the x noise through the kernels and the
+    # conditioning term of two defensible bandwidths (contact_dynamics_common.trust.covariance)
+    pf = _per_window(_parallel_reference, samples, est.model, model)
+    if pf is not None:
+        gap_pf = np.where(used, est.values - pf['theta'], 0.0)
+        var = np.maximum(var, np.diagonal(pf['covariance']) + gap_pf ** 2)
     if not model.uses_acceleration:
         om = _per_window(_omitted_mass, samples, (est.model, alpha), X, F, alpha)
         if not om.ok:
@@ -418,6 +425,55 @@ def _reference(samples: ContactSamples, X: np.ndarray, F: np.ndarray, model) -> 
     if not (np.isfinite(theta).all() and np.isfinite(cov).all()):
         return None, None
     return theta, cov
+
+
+#: the parallel-filtered reference needs at least this many samples per parameter after the kernel edges
+_PF_MIN_PER_PARAMETER = 20
+
+
+def _parallel_reference(samples: ContactSamples, model) -> dict | None:
+    """Parallel-filtered least squares of the window (None when too short): the Gaussian kernel of
+    ``signal.conditioning`` on F and x, its exact derivatives as the rate (and acceleration) regressors, at
+    the bandwidth chosen from the excitation spectrum of x and at the alternative one.
+
+    Returns {'theta', 'covariance' (trust.covariance.combine of the HAC sandwich, the EIV bias of the white
+    x noise through the kernels, and the conditioning term theta(bw) - theta(alt)), 'bandwidth', 'terms'}.
+    """
+    from contact_dynamics_common.signal import conditioning as cond
+    from contact_dynamics_common.trust import covariance as hcov
+    n, p = len(samples), model.size
+    if n < 64:
+        return None
+    t, x, F = samples.t, samples.x, samples.force
+    try:
+        bw = cond.choose_bandwidth(t, x)
+    except ValueError:
+        return None
+    orders = (0, 1, 2) if model.uses_acceleration else (0, 1)
+    fits = []
+    for width in (bw.width_s, bw.alternative_width_s):
+        cols = cond.filtered_derivatives(t, x, width, orders=orders)
+        Ff = cond.kernel_filter(t, F, width)
+        X = model.regressor(*cols)
+        ok = np.isfinite(X).all(axis=1) & np.isfinite(Ff)
+        if ok.sum() < _PF_MIN_PER_PARAMETER * p:
+            return None
+        scale = np.sqrt(np.maximum((X[ok] ** 2).mean(axis=0), 1e-300))
+        theta = np.linalg.lstsq(X[ok] / scale, Ff[ok], rcond=None)[0] / scale
+        fits.append((theta, X[ok], Ff[ok] - X[ok] @ theta))
+    theta, X, r = fits[0]
+    sw = hcov.sandwich(X, r)
+    # errors in variables: white x noise (level from its high-order differences on the longest hole-free
+    # piece) through the kernel weights of the regressor columns
+    a, b = max(cond.hole_segments(t), key=lambda s: s[1] - s[0])
+    sigma_x = cond.noise_std(x[a:b])
+    period = 1.0 / bw.rate_hz
+    half = cond.kernel_half(bw.width_s, period)
+    rows = cond._kernel_rows(np.arange(2 * half + 1) * period, bw.width_s, half, orders)
+    sigma_e = hcov.kernel_error_covariance({o: rows[o][0] for o in orders}, sigma_x, orders)
+    bias = hcov.eiv_bias(X, theta, sigma_e)
+    honest = hcov.combine(sw, eiv=bias, conditioning=hcov.conditioning(theta, fits[1][0]))
+    return {'theta': theta, 'covariance': honest.covariance, 'bandwidth': bw, 'terms': honest}
 
 
 def _omitted_mass(samples: ContactSamples, X: np.ndarray, F: np.ndarray, alpha: float) -> trust.Check:
