@@ -26,8 +26,8 @@ from nav_msgs.msg import Odometry  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 
-from contact_dynamics_common import bag as bagmod  # noqa: E402
-from contact_dynamics_common import msgconv, msgdefs  # noqa: E402
+from contact_dynamics_common.bag import columns as bagcolumns, metadata as bagmeta  # noqa: E402
+from contact_dynamics_common.messages import convert as msgconv, definitions as msgdefs  # noqa: E402
 from contact_dynamics_common.bag import BagError, BagReader, BagWriter  # noqa: E402
 
 T0 = 1_700_000_000_123_456_789
@@ -109,13 +109,13 @@ def assert_columns_equal(a, b):
 def spy_fast(monkeypatch):
     """Records whether the fixed-layout fast path produced the columns (True) or fell back (False)."""
     calls = []
-    real = bagmod._fixed_layout_columns
+    real = bagcolumns.fixed_layout_columns
 
     def spy(spec, data):
         out = real(spec, data)
         calls.append(out is not None)
         return out
-    monkeypatch.setattr(bagmod, '_fixed_layout_columns', spy)
+    monkeypatch.setattr(bagcolumns, 'fixed_layout_columns', spy)
     return calls
 
 
@@ -447,9 +447,9 @@ custom_values = st.recursive(
 @settings(max_examples=30, deadline=None)
 @given(st.dictionaries(st.text(min_size=1), custom_values, max_size=4))
 def test_custom_data_encoding_round_trips(values):
-    encoded = {k: bagmod._encode_custom(v) for k, v in values.items()}
+    encoded = {k: bagmeta.encode_custom(v) for k, v in values.items()}
     assert all(isinstance(v, str) for v in encoded.values())
-    assert {k: bagmod._decode_custom(v) for k, v in encoded.items()} == values
+    assert {k: bagmeta.decode_custom(v) for k, v in encoded.items()} == values
 
 
 joint_messages = st.lists(

@@ -20,7 +20,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import yaml  # noqa: E402
 
-from contact_dynamics_common import bag as bagmod  # noqa: E402
+from contact_dynamics_common.bag import columns as bagcolumns  # noqa: E402
 from contact_dynamics_common.bag import BagError, BagReader  # noqa: E402
 from contact_dynamics_common.cli import main, run_bag  # noqa: E402
 from contact_estimation.single_point.simulate import KelvinVoigt1Dof, write_bag  # noqa: E402
@@ -87,8 +87,8 @@ from test_bag import assert_columns_equal  # noqa: E402
 def test_db3_columns_and_messages_equal_mcap(pair, monkeypatch):
     mcap, db3, old = pair
     fast = []
-    real = bagmod._fixed_layout_columns
-    monkeypatch.setattr(bagmod, '_fixed_layout_columns', lambda spec, data: fast.append(
+    real = bagcolumns.fixed_layout_columns
+    monkeypatch.setattr(bagcolumns, 'fixed_layout_columns', lambda spec, data: fast.append(
         real(spec, data) is not None) or real(spec, data))
     want = BagReader(mcap)
     want_cols = want.columns_many()

@@ -19,14 +19,14 @@ from typing import Any
 from mcap.records import Channel, Schema
 from mcap.summary import Summary
 
-from .reader import BagError, Damage, _Piece
+from .records import BagError, Damage, Piece
 from .storage import SummaryFile, definition, file_size, piece, statistics
 
 BATCH = 1 << 16            # messages per piece
 
 
 class Bag1File(SummaryFile):
-    """One ROS 1 bag file, read-only, with the surface of ``bag._McapFile``."""
+    """One ROS 1 bag file, read-only, with the surface of ``mcap.McapFile``."""
 
     storage = 'rosbag1'
     indexed_by = 'rosbag1'
@@ -99,7 +99,7 @@ class Bag1File(SummaryFile):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state['path'], state['recover'])
 
-    # ---- same surface as bag._McapFile (channel look-ups: SummaryFile)
+    # ---- same surface as mcap.McapFile (channel look-ups: SummaryFile)
     def verify(self) -> None:
         """Nothing beyond what opening checked (rosbags reads the index and the connection records)."""
 
@@ -114,7 +114,7 @@ class Bag1File(SummaryFile):
         except ReaderError as e:
             raise BagError(f'{self.path}: unreadable ROS 1 bag ({e})') from e
 
-    def iter_pieces(self, channel_ids: set[int], chunks: list[Any] | None = None) -> Iterator[_Piece]:
+    def iter_pieces(self, channel_ids: set[int], chunks: list[Any] | None = None) -> Iterator[Piece]:
         """Messages of the wanted channels in log-time order, ``BATCH`` per piece."""
         batch: list[tuple[int, int, bytes]] = []
         for row in self._messages(channel_ids):

@@ -3,7 +3,7 @@
 A ``.db3`` file holds the tables ``topics`` (id, name, type, serialization_format, offered_qos_profiles,
 type_description_hash), ``messages`` (id, topic_id, timestamp, data) and, in newer files,
 ``message_definitions`` and ``metadata`` (the serialized bag metadata). ``data`` holds the same CDR bytes as
-an MCAP message, so ``Db3File`` offers what ``bag._McapFile`` offers (a summary of channels, schemas and
+an MCAP message, so ``Db3File`` offers what ``mcap.McapFile`` offers (a summary of channels, schemas and
 statistics; ``iter_pieces``; ``iter_raw``) and ``BagReader`` builds the same columns with the same columnar
 decoder. Message definitions: the file's own when recorded (``message_definitions``), else the installed
 interfaces (``msgdefs``), else the ``rosbags`` type store of ROS 2 Kilted. Payloads compressed per message
@@ -29,7 +29,7 @@ import zstandard
 from mcap.records import Channel, ChunkIndex, Schema
 from mcap.summary import Summary
 
-from .reader import BagError, Damage, _Piece
+from .records import BagError, Damage, Piece
 from .storage import SummaryFile, definition, file_size, piece, statistics
 
 BATCH = 1 << 16            # rows per piece
@@ -211,7 +211,7 @@ class Db3File(SummaryFile):
             data = data['rosbag2_bagfile_information']
         return data if isinstance(data, dict) else None
 
-    # ---- same surface as bag._McapFile (channel look-ups: SummaryFile)
+    # ---- same surface as mcap.McapFile (channel look-ups: SummaryFile)
     def verify(self) -> None:
         """sqlite's own integrity check; a damage already found (and read around) is not checked again."""
         if self.damage:
@@ -252,7 +252,7 @@ class Db3File(SummaryFile):
             self.damage.setdefault(-1, Damage(self.path.name, 0, 'corrupt', f'message data unreadable ({e}); '
                                               f'the messages after it in this read are left out'))
 
-    def iter_pieces(self, channel_ids: set[int], chunks: list[Any] | None = None) -> Iterator[_Piece]:
+    def iter_pieces(self, channel_ids: set[int], chunks: list[Any] | None = None) -> Iterator[Piece]:
         """Messages of the wanted channels in file (row id) order, at most ``BATCH`` rows per piece; only
         the row-id ranges of ``chunks`` (entries of ``summary.chunk_indexes``) when given."""
         ranges = [None] if chunks is None else [

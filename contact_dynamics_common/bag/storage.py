@@ -1,5 +1,5 @@
-"""What the storages read besides MCAP (rosbag2 sqlite3 ``bag_sqlite``, ROS 1 ``bag_ros1``) share: the part
-of ``bag._McapFile``'s surface that follows from an MCAP ``Summary`` they build, and the pieces and
+"""What the storages read besides MCAP (rosbag2 sqlite3 ``sqlite``, ROS 1 ``ros1``) share: the part
+of ``mcap.McapFile``'s surface that follows from an MCAP ``Summary`` they build, and the pieces and
 statistics they hand to ``BagReader``."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from mcap.records import Schema, Statistics
 from mcap.summary import Summary
 
 from ..messages import definitions as msgdefs
-from .reader import _Piece
+from .records import Piece
 
 
 def definition(type_name: str, recorded: str) -> bytes:
@@ -37,10 +37,10 @@ def file_size(path: Path) -> int:
     return path.stat().st_size
 
 
-def piece(channel_ids: Sequence[int], stamps: Sequence[int], payloads: Sequence[bytes]) -> _Piece:
-    """One ``_Piece`` of messages: their CDR payloads back to back, log times, offsets, sizes, channels."""
+def piece(channel_ids: Sequence[int], stamps: Sequence[int], payloads: Sequence[bytes]) -> Piece:
+    """One ``Piece`` of messages: their CDR payloads back to back, log times, offsets, sizes, channels."""
     size = np.fromiter(map(len, payloads), dtype=np.int64, count=len(payloads))
-    return _Piece(b''.join(payloads), np.array(stamps, dtype=np.int64), np.cumsum(size) - size, size,
+    return Piece(b''.join(payloads), np.array(stamps, dtype=np.int64), np.cumsum(size) - size, size,
                   np.array(channel_ids, dtype=np.int64))
 
 
@@ -76,5 +76,5 @@ class SummaryFile:
     def lost_by_channel(self) -> dict[int, int]:
         return {}
 
-    def collect(self, channel_ids: set[int]) -> list[_Piece]:
+    def collect(self, channel_ids: set[int]) -> list[Piece]:
         return list(self.iter_pieces(channel_ids))
