@@ -26,7 +26,7 @@ Processing (a sample's result does not depend on how the stream was batched):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -81,7 +81,8 @@ class MultiPointPipeline:
         self.half_window = int(params['pose_derivative_half_window'])
         self.wrench_gate = StampGate(params['time_jump_threshold'])
         self.pose_gate = StampGate(params['time_jump_threshold'])
-        self.counts = {'wrench_unpaired': 0, 'resets': 0, 'instants': 0, 'instants_in_contact': 0}
+        self.counts = {'wrench_unpaired': 0, 'resets': 0, 'instants': 0, 'instants_in_contact': 0,
+                       'slip_direction_unresolved': 0}
         self.pose_frame = ''
         self._queue: list[tuple[str, tuple]] = []     # single samples from ROS callbacks, in arrival order
         self.reset()
@@ -291,6 +292,7 @@ class MultiPointPipeline:
 
     def _rows_of(self, t, jj, jn, exact, gap, F, M) -> None:
         """Rows of paired wrench samples at stamps t between pose samples jj and jn (gap s apart)."""
+        jn = np.where(exact, jj, jn)                   # an exact pair uses its own sample only (jn may be unknown)
         a = np.where(exact, 0.0, (t - self._p_t[jj]) * 1e-9 / np.where(exact, 1.0, gap))[:, None]
         h = np.where(exact, 0.0, gap)[:, None]
         # cubic Hermite basis (the twists as end slopes)
@@ -318,11 +320,20 @@ class MultiPointPipeline:
             F, F_lin = np.einsum('nij,nj->ni', R, F), np.einsum('nij,nj->ni', R_lin, F_lin)
             M, M_lin = np.einsum('nij,nj->ni', R, M), np.einsum('nij,nj->ni', R_lin, M_lin)
         cs = self.kin.compute(R, x, v, w)
+        cs2 = cs.with_motion(v2, w2, self.kin.slide_eps)
+        # sliding direction not resolved by the twist (the two bandwidths disagree on it by > 30°, or the slip
+        # speed is below twice their difference): treated as sticking, no friction column (agar §3.10)
+        unsure = cs.sliding & (~cs2.sliding | (np.einsum('ci,ci->c', cs.t, cs2.t) < 0.866)
+                               | (np.linalg.norm(cs.v_t, axis=1) < 2 * np.linalg.norm(cs.v_t - cs2.v_t, axis=1)))
+        if unsure.any():
+            cs = replace(cs, t=np.where(unsure[:, None], 0.0, cs.t), sliding=cs.sliding & ~unsure)
+            cs2 = replace(cs2, t=np.where(unsure[:, None], 0.0, cs2.t), sliding=cs2.sliding & ~unsure)
+            self.counts['slip_direction_unresolved'] += int(unsure.sum())
         n = len(t)
         form, ms = self.params['formulation'], self.params['moment_scale']
         A = regressor(cs, n, form, ms)
         y = measurement(F, M, form, ms)
-        A_bw = regressor(cs.with_motion(v2, w2, self.kin.slide_eps), n, form, ms)
+        A_bw = regressor(cs2, n, form, ms)
         dphi = 2.0 * quat_multiply(q_lin, q * np.array([-1.0, -1.0, -1.0, 1.0]))[:, :3]
         A_in = regressor(cs.displaced(x_lin - x, dphi), n, form, ms)
         y_in = measurement(F_lin, M_lin, form, ms)

@@ -1,6 +1,6 @@
 """What contact_estimation.multipoint offers to the shared tools (contact_dynamics_common.registry); listed in
 resource/contact_dynamics_plugins."""
-from contact_dynamics_common.registry import Command, Demo, OfflineNodeSpec, Plugin, Simulator
+from contact_dynamics_common.registry import Calibration, Command, Demo, OfflineNodeSpec, Plugin, Simulator
 
 _MP = 'contact_estimation.multipoint'
 
@@ -43,6 +43,14 @@ PLUGIN = Plugin(
                         config_file='multipoint_contact_estimator.yaml', config_header=MULTIPOINT_HEADER,
                         summary=f'{_MP}.demo:summary_line'),
     ),
+    calibrations=tuple(
+        Calibration(f'multipoint/{name}', f'{_MP}.calibration:{name}', help_)
+        for name, help_ in (
+            ('drop_kv', 'tripod drop, KV + sliding (fits); odometry or differentiated poses, pose rate 1-1/3'),
+            ('drop_pose', 'tripod drop, twist differentiated from poses at the wrench rate or slower (class 4)'),
+            ('push_kv', 'tripod pressed and dragged by a compliant fixture, KV + sliding (fits)'),
+            ('drop_mismatch', 'tripod drop, Hunt-Crossley / Coulomb / clipped KV contact (model mismatch)'),
+            ('push_mismatch', 'tripod push, Hunt-Crossley / Coulomb / clipped KV contact (model mismatch)'))),
     demos=(
         Demo('multipoint', f'{_MP}.demo:main',
              'ACU-like gravity drop (recovered to 1e-4) and a stiff insertion with sensing errors (refused)'),
