@@ -358,3 +358,27 @@ def local_polynomial_weights(t_windows: np.ndarray, order: int) -> np.ndarray:
     v = np.stack([(u / s) ** k for k in range(order + 1)], axis=2)          # (K, w, order + 1)
     g = np.linalg.pinv(v)[:, :3, :]                                           # coefficients of 1, u, u^2
     return g * np.stack([np.ones_like(s), 1.0 / s, 2.0 / (s * s)], axis=1)
+
+
+def uniform_kernel_weights(width_s: float, period_s: float, orders: tuple[int, ...] = (0, 1, 2),
+                           half: int | None = None) -> dict:
+    """{order: weights (2 half + 1,)} of the kernel on a uniform grid: with uniform stamps every centre has
+    these same weights, so the filter is a convolution (:func:`uniform_kernel_apply`, O(n) per order)."""
+    m = kernel_half(width_s, period_s) if half is None else int(half)
+    t = np.arange(2 * m + 1) * float(period_s)
+    rows = _kernel_rows(t, width_s, m, tuple(orders))
+    return {o: rows[o][0] for o in orders}
+
+
+def uniform_kernel_apply(y: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """sum_j w_j y[i - half + j] at every centre i with a complete window (NaN at the ``half`` samples of
+    each end): the same numbers as :func:`kernel_filter` / :func:`filtered_derivatives` on uniform stamps
+    within one hole-free piece (the caller splits at holes, :func:`hole_segments`)."""
+    from scipy.signal import correlate
+    y = np.asarray(y, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    m = (len(w) - 1) // 2
+    out = np.full(len(y), np.nan)
+    if len(y) >= len(w):
+        out[m:len(y) - m] = correlate(y, w, mode='valid', method='auto')
+    return out
