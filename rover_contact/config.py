@@ -4,6 +4,7 @@ from __future__ import annotations
 from contact_dynamics_common.params import ParamSpec
 
 from .impact.indicator import GROUND_MODES
+from .models.rover3d import WHEEL_CONTACTS
 
 
 def _nonempty(v) -> str | None:
@@ -36,6 +37,12 @@ COMMON: list[ParamSpec] = [
     ParamSpec('input_queue_size', 50, 'Subscription queue depth (sensor-data QoS).', low=1, high=100000),
     ParamSpec('max_state_age_s', 0.2, 'JointState/Odometry older than this (or this far apart) are stale: no '
               'evaluation, /diagnostics ERROR.', low=0.0, low_open=True, unit='s'),
+    ParamSpec('wheel_contact', 'domed', "Wheel contact geometry, used by the obstacle contact row, the ground rows, "
+              "the rolling velocity and the posture ground solve: 'domed' (MacMahon's model, spec 3.3-3.4: a "
+              "sphere of the wheel radius about the wheel centre; obstacle contact C = G + R n_in, ground rows at "
+              "the wheel centre, centre at height R) or 'disk' (a thin disk: the rim point furthest along the "
+              "obstacle normal, ground rows at the lowest rim point). They agree while the axle is perpendicular "
+              "to the normal; a steered or rolled wheel differs.", choices=WHEEL_CONTACTS),
     ParamSpec('ground_mode', 'both', "Ground constraints at impact: 'free' (none: compliant-ground limit), "
               "'rigid' (wheels the impulsive LCP finds active get normal + no-slip rows), 'both' (report both, "
               'the larger is the score).', choices=GROUND_MODES),

@@ -45,7 +45,7 @@ def load_model(params: dict) -> RoverModel:
         roles, urdf = load_roles(str(roles_path))
         if params.get('urdf_path'):
             urdf = resolve_config_path(params['urdf_path']).read_text(encoding='utf-8')
-        return RoverModel(urdf, roles)
+        return RoverModel(urdf, roles, params.get('wheel_contact', 'domed'))
     except (ModelError, OSError) as exc:
         raise ConfigError(f'rover model: {exc}') from None
 
@@ -55,7 +55,7 @@ def model_from_urdf(params: dict, urdf_xml: str) -> RoverModel:
     URDF does not parse or lacks a mapped joint."""
     try:
         roles, _ = load_roles(str(resolve_config_path(params['model_yaml'])))
-        return RoverModel(urdf_xml, roles)
+        return RoverModel(urdf_xml, roles, params.get('wheel_contact', 'domed'))
     except (ModelError, OSError) as exc:
         raise ConfigError(f'robot_description: {exc}') from None
 

@@ -233,11 +233,14 @@ def test_3d_mass_matrix_crba_vs_assembly_and_pr_equivalence(pr3d):
         assert impact(M, pr3d.mech_rows(), lam, v).t_c * 1e3 == pytest.approx(ref, abs=1e-4)
 
 
-def test_3d_meff_equals_independent_pinocchio():
-    """Unconstrained tree: m_eff = 1/(uᵀ J M⁻¹ Jᵀ u), J = pinocchio's frame Jacobian at the contact point."""
+@pytest.mark.parametrize('wheel_contact', ['domed', 'disk'])
+def test_3d_meff_equals_independent_pinocchio(wheel_contact):
+    """Unconstrained tree: m_eff = 1/(uᵀ J M⁻¹ Jᵀ u), J = pinocchio's frame Jacobian at the contact point (domed:
+    C = G + R u; disk: the rim point furthest along u), for random configurations and directions."""
     rng = np.random.default_rng(4)
     urdf = open('config/rover_pr3d.urdf').read()
-    ours = RoverModel(urdf, {'wheels': {'front_left': {'joint': 'front_left_wheel_joint', 'radius': 0.175}}})
+    ours = RoverModel(urdf, {'wheels': {'front_left': {'joint': 'front_left_wheel_joint', 'radius': 0.175}}},
+                      wheel_contact=wheel_contact)
     for _ in range(5):
         model = pin.buildModelFromXML(urdf, pin.JointModelFreeFlyer())     # independent model
         q = pin.randomConfiguration(model, -0.3 * np.ones(model.nq), 0.3 * np.ones(model.nq))
@@ -247,7 +250,7 @@ def test_3d_meff_equals_independent_pinocchio():
         pin.forwardKinematics(model, data, q)
         jid = model.getJointId('front_left_wheel_joint')
         centre, axle = data.oMi[jid].translation.copy(), data.oMi[jid].rotation[:, 1]
-        d = u - (u @ axle) * axle
+        d = u - (u @ axle) * axle if wheel_contact == 'disk' else u
         C = centre + 0.175 * d / np.linalg.norm(d)
         fid = model.addFrame(pin.Frame('probe', jid, data.oMi[jid].actInv(pin.SE3(np.eye(3), C)),
                                        pin.FrameType.OP_FRAME))

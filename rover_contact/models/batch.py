@@ -62,6 +62,7 @@ class BatchTree:
         self.lower, self.upper = np.array(lo), np.array(hi)
         self.wheel_jid = model.wheel_jid
         self.wheel_radius = model.wheel_radius
+        self.wheel_contact = model.wheel_contact
 
     # ---------------------------------------------------------------- kinematics
     def fk(self, base_R: np.ndarray, base_p: np.ndarray, theta: np.ndarray):
@@ -132,28 +133,37 @@ class BatchTree:
         a = np.stack([np.einsum('kij,j->ki', oR[j], self.axis[j]) for j in self.wheel_jid], axis=1)
         return c, a
 
-    @staticmethod
-    def disk_point(c, a, d, R):
-        """Rim points furthest along unit direction d (K,3): c + R unit(d − (d·a)a)."""
+    def contact_point(self, c, a, d, R):
+        """Contact points (K,3) of wheels (centres c, unit axles a) with a surface of inward unit normal d
+        (K,3), ``wheel_contact`` geometry: domed c + R d; disk c + R unit(d − (d·a)a) (see rover3d)."""
+        if self.wheel_contact == 'domed':
+            return c + R * d
         e = d - np.sum(d * a, axis=-1, keepdims=True) * a
         return c + R * e / np.linalg.norm(e, axis=-1, keepdims=True)
+
+    def ground_height(self, c, a):
+        """Height above flat ground z = 0 of the wheels' lowest points (K,W): domed c_z − R; disk
+        c_z − R sqrt(1 − a_z²)."""
+        if self.wheel_contact == 'domed':
+            return c[..., 2] - self.wheel_radius
+        return c[..., 2] - self.wheel_radius * np.sqrt(np.maximum(0.0, 1.0 - a[..., 2] ** 2))
 
     def contact_rows(self, wheels_idx: list[int], n_in: np.ndarray, oR, op, oa) -> np.ndarray:
         """(K,s,nv) rows n_inᵀ J_v,C for the impacting wheels (n_in (K,3))."""
         c, a = self.wheel_geometry(oR, op, oa)
         rows = []
         for k in wheels_idx:
-            C = self.disk_point(c[:, k], a[:, k], n_in, self.wheel_radius[k])
+            C = self.contact_point(c[:, k], a[:, k], n_in, self.wheel_radius[k])
             rows.append(np.einsum('ki,kij->kj', n_in, self.point_jacobian(self.wheel_jid[k], C, oR, op, oa)))
         return np.stack(rows, axis=1)
 
     def ground_point_jacobians(self, oR, op, oa):
-        """(K,W,3,nv) Jacobians of the wheels' lowest rim points and the points (K,W,3)."""
+        """(K,W,3,nv) Jacobians of the wheels' ground contact points and the points (K,W,3)."""
         c, a = self.wheel_geometry(oR, op, oa)
         down = np.broadcast_to(np.array([0.0, 0.0, -1.0]), c[:, 0].shape)
         Js, Ps = [], []
         for k, jid in enumerate(self.wheel_jid):
-            P = self.disk_point(c[:, k], a[:, k], down, self.wheel_radius[k])
+            P = self.contact_point(c[:, k], a[:, k], down, self.wheel_radius[k])
             Ps.append(P)
             Js.append(self.point_jacobian(jid, P, oR, op, oa))
         return np.stack(Js, axis=1), np.stack(Ps, axis=1)
@@ -164,13 +174,11 @@ class BatchTree:
         d = np.stack([np.cos(heading), np.sin(heading), np.zeros(K)], axis=1)
         v = np.zeros((K, self.nv))
         v[:, 0:3] = np.einsum('kji,kj->ki', oR[1], speed[:, None] * d)
-        _, a = self.wheel_geometry(oR, op, oa)
-        up = np.array([0.0, 0.0, 1.0])
+        c, a = self.wheel_geometry(oR, op, oa)
+        down = np.broadcast_to(np.array([0.0, 0.0, -1.0]), (K, 3))
         for k, jid in enumerate(self.wheel_jid):
             ax = a[:, k]
-            e = up - ax[:, 2:3] * ax
-            e /= np.linalg.norm(e, axis=1, keepdims=True)
-            lever = np.cross(ax, -self.wheel_radius[k] * e)
+            lever = np.cross(ax, self.contact_point(c[:, k], ax, down, self.wheel_radius[k]) - c[:, k])
             denom = np.sum(lever * d, axis=1)
             v[:, self.idx_v[jid]] = np.where(np.abs(denom) > 1e-12, -speed / np.where(denom == 0, 1, denom), 0.0)
         return v

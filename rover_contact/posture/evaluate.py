@@ -1,8 +1,9 @@
 """Anticipatory posture evaluation (spec §5.3), vectorised over candidates.
 
 For each candidate (posture-joint targets + approach speed v): (1) apply the targets, hold the other joints,
-solve base height/roll/pitch and the passive joints so that every wheel's lowest rim point touches flat
-ground (batched damped Gauss–Newton on Φ_i = n·r_i − R sqrt(1 − a_z²) = 0, plus the differential rows);
+solve base height/roll/pitch and the passive joints so that every wheel touches flat ground (batched damped
+Gauss–Newton on Φ_i = 0, plus the differential rows; Φ_i = c_z − R for the domed wheel model, the lowest rim
+point c_z − R sqrt(1 − a_z²) for the disk, see models.rover3d);
 (2) q̇: base at v along the heading, wheels rolling, joints still; (3) Λ from the obstacle's β; (4) T_c
 free (Schur complement in null(Γ_mech), batched) and rigid (impulsive LCP activity + 4 ground rows per
 active wheel, per candidate); (5) shares, fraction; (6) optional force estimate ρ·k^{1/(p+1)}((p+1)T_c,i)^{p/(p+1)};
@@ -141,7 +142,7 @@ class PostureEvaluator:
             Rb, pb, (oR, op, oa) = self._pose(xa, tha)
             theta[act] = tha
             c, a = t.wheel_geometry(oR, op, oa)
-            h = c[:, :, 2] - R_w * np.sqrt(np.maximum(0.0, 1.0 - a[:, :, 2] ** 2))
+            h = t.ground_height(c, a)
             r = np.concatenate([h, tha @ self.diff.T], axis=1)
             if it == 0:                                   # start from the mean height
                 x[act, 0] -= h.mean(axis=1)
@@ -155,9 +156,12 @@ class PostureEvaluator:
             oa = {j: v[keep] for j, v in oa.items()}
             k = act.size
             rel = c - pb[:, None, :]
-            # h = c_z − R sqrt(1 − a_z²): dh = dc_z + R a_z/sqrt(1 − a_z²) da_z, with dc = u × (c − o), da = u × a
-            s_ = np.sqrt(np.maximum(1e-12, 1.0 - a[:, :, 2] ** 2))
-            gain = R_w * a[:, :, 2] / s_
+            # domed h = c_z − R: dh = dc_z; disk h = c_z − R sqrt(1 − a_z²): dh = dc_z + R a_z/sqrt(1 − a_z²) da_z,
+            # with dc = u × (c − o), da = u × a
+            if t.wheel_contact == 'domed':
+                gain = np.zeros(a.shape[:2])
+            else:
+                gain = R_w * a[:, :, 2] / np.sqrt(np.maximum(1e-12, 1.0 - a[:, :, 2] ** 2))
             W = c.shape[1]
             J = np.zeros((k, r.shape[1], x.shape[1]))
             J[:, :W, 0] = 1.0
