@@ -382,3 +382,22 @@ def uniform_kernel_apply(y: np.ndarray, weights: np.ndarray) -> np.ndarray:
     if len(y) >= len(w):
         out[m:len(y) - m] = correlate(y, w, mode='valid', method='auto')
     return out
+
+
+def noise_std_band(y: np.ndarray, rate_hz: float, f_lo: float, f_hi: float, resolution_hz: float = 1.0) -> float:
+    """Standard deviation of the white noise equivalent to y's noise floor between f_lo and f_hi (Hz): the
+    median of the Welch PSD over that band (robust to lines in it), sigma = sqrt(median PSD x f_s / 2).
+    Choose the band above the excitation (e.g. 1.5 x its top .. 3 x the filter cut-off): slow excitation,
+    however large, is never counted as noise, and coloured noise is measured where the filter passes it.
+    NaNs are dropped; 0 when the band holds no PSD bin."""
+    y = np.asarray(y, dtype=np.float64)
+    y = y[np.isfinite(y)]
+    if len(y) < 16:
+        return 0.0
+    from scipy.signal import welch
+    nper = int(min(len(y), max(16, round(rate_hz / resolution_hz))))
+    f, p = welch(y - y.mean(), fs=rate_hz, nperseg=nper, detrend='linear')
+    sel = (f >= f_lo) & (f <= min(f_hi, rate_hz / 2.0))
+    if not sel.any():
+        return 0.0
+    return float(np.sqrt(np.median(p[sel]) * rate_hz / 2.0))
