@@ -31,6 +31,7 @@ from dataclasses import replace
 import numpy as np
 
 from contact_dynamics_common import trust
+from contact_dynamics_common.trust import verdict as shared_verdict
 
 from .estimate import ContactEstimate, make_spd
 from .models import get_model
@@ -45,6 +46,11 @@ ALPHA = 1e-3
 MATERIAL_MISFIT = 0.05
 #: an omitted term that moves no parameter by more than 2 sigma or this share of its value is immaterial
 MATERIAL_SHIFT = 1e-4
+#: an omitted direction-dependent force (friction, hysteresis) is material when it moves an identifiable
+#: parameter by more than this share of its value (and 3 sigma)
+MATERIAL_DIRECTIONAL = 0.01
+#: ... tested only when at least this share of the window's samples moves clearly in each direction
+MIN_EACH_DIRECTION = 0.1
 #: an adaptive law's recent estimates may swing by up to 3 x max(sigma of the data, this share of the value)
 ADAPTIVE_RESOLUTION = 0.003
 #: residual RMS below this share of the force RMS is a numerically exact fit (noise-free data): not tested
@@ -54,7 +60,7 @@ EXACT = 1e-9
 def run_assessed(estimator, samples: ContactSamples, chunks: int = CHUNKS) -> ContactEstimate:
     """One estimate of a whole window with the trust verdict (recursive ones reset and fed in blocks)."""
     if hasattr(estimator, 'fit'):
-        return assess(estimator.fit(samples), samples)
+        return published(assess(estimator.fit(samples), samples))
     estimator.reset()
     bounds = np.unique(np.linspace(0, len(samples), chunks + 1).round().astype(int))
     history = []
@@ -62,7 +68,46 @@ def run_assessed(estimator, samples: ContactSamples, chunks: int = CHUNKS) -> Co
         estimator.update(samples.slice(slice(a, b)))
         history.append(estimator.estimate())
     est = history[-1] if history else estimator.estimate()
-    return assess(est, samples, convergence_check(estimator, history))
+    return published(assess(est, samples, convergence_check(estimator, history)))
+
+
+def run_monitored(estimator, samples: ContactSamples) -> ContactEstimate:
+    """The estimate and verdict the live node (and run-bag) publish after these samples, for one estimator
+    reset before them: the same code as ``ContactPipeline`` (``TrustMonitor`` observing every
+    ``MONITOR_SAMPLES`` in-contact samples on the ``RecentSamples`` window, then ``review``), so a tool that
+    calls this on the node's samples gives the node's verdict (contact-compare with the node's config)."""
+    from .reporting import update_and_report
+    estimator.reset()
+    monitor = TrustMonitor(estimator)
+    n = len(samples)
+    bounds = boundaries(0, n)
+    counts = np.union1d(bounds, [n]).astype(np.int64)
+    if not n:
+        return monitor.review(estimator.estimate())
+    reports = update_and_report(estimator, samples, counts)
+    index = {c: i for i, c in enumerate(counts.tolist())}
+    recent = RecentSamples()
+    for c in bounds.tolist():
+        monitor.observe(reports[index[c]], lambda c=c: recent.window(samples.slice(slice(0, c))))
+    return monitor.review(reports[index[n]])
+
+
+def published(est: ContactEstimate) -> ContactEstimate:
+    """The shared final rule (``contact_dynamics_common.trust.verdict.judge``) on an estimate whose
+    covariance is already the honest one: an identification flag is kept only while |value| >= 2 sigma (a
+    flag saying yes while sigma > |value| is a bug), and a valid estimate needs its stiffness above 3 honest
+    sigma. Applied last by every front end (live monitor review, run-bag, contact-compare, calibration)."""
+    if est.samples_used <= 0 or not est.extras.get('covariance_known', True) or len(est.identifiable) != len(est.names):
+        return est
+    v = shared_verdict.judge(est.names, est.values, est.covariance, flags=est.identifiable,
+                             prior_valid=est.valid, prior_reason=est.reason)
+    if v.identified == tuple(est.identifiable) and v.valid == est.valid:
+        return est
+    reason = v.reason
+    if v.valid and v.notes and 'damping' in est.names and not v.identified[est.names.index('damping')] \
+            and 'damping not identifiable' not in reason:
+        reason = f'{reason}; damping not identifiable (sigma above half its value)'
+    return _changed(est, valid=v.valid, reason=reason, identifiable=v.identified)
 
 
 def prior_of(estimator) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -150,6 +195,21 @@ def adequacy_checks(est: ContactEstimate, samples: ContactSamples, alpha: float 
             beta = np.asarray(om.details['augmented'])      # the model's parameters fitted with the mass term
             aug = np.asarray(om.details['covariance_augmented'])
             var = np.maximum(var, np.diagonal(aug) + (est.values - beta) ** 2)
+    # a force that flips with the direction of motion (Coulomb friction, hysteresis: two branches) is a
+    # regressor the model leaves out; material when including it moves an identifiable parameter by more than
+    # MATERIAL_DIRECTIONAL of its value and 3 sigma of the augmented fit
+    dv = _per_window(_omitted_directional, samples, (est.model, alpha), X, F, alpha)
+    if not dv.ok:
+        shift = np.abs(np.asarray(dv.details['shift']))
+        aug_sigma = np.sqrt(np.maximum(np.diagonal(np.asarray(dv.details['covariance_augmented'])), 0.0))
+        bound = np.maximum(3.0 * aug_sigma, MATERIAL_DIRECTIONAL * np.abs(est.values))
+        if not np.any(np.asarray(used) & (shift > bound)):
+            dv = replace(dv, ok=True, reason='ok', details=dict(dv.details, note='significant, immaterial'))
+        else:
+            beta = np.asarray(dv.details['augmented'])
+            aug = np.asarray(dv.details['covariance_augmented'])
+            var = np.maximum(var, np.diagonal(aug) + (est.values - beta) ** 2)
+    checks.append(dv)
     if 'nis' in est.extras and est.samples_used > 0:
         nis = _nis(est)
         checks.append(nis)
@@ -239,6 +299,9 @@ class RecentSamples:
 
 #: the live monitor records an estimator's estimate every this many in-contact samples
 MONITOR_SAMPLES = 200
+#: observed estimates (x MONITOR_SAMPLES samples: the adequacy window) over which a tracking estimator's
+#: movement counts towards its sigma
+TRACK_OBSERVATIONS = 10
 #: live drift/oscillation tolerance floor (share of the value): a short-memory estimator (RLS with
 #: forgetting) wanders with the excitation's phase by a few of its own sigma over a few seconds
 LIVE_RESOLUTION = 0.005
@@ -344,7 +407,30 @@ class TrustMonitor:
                 checks.append(nis)
                 base = est.covariance if cov is None else cov
                 cov = make_spd(base * max(nis.details['inflation'], 1.0))
-        return with_checks(est, checks, cov) if checks or cov is not None else est
+        spread = self._tracking_spread(est, est.covariance if cov is None else cov)
+        if spread is not None:
+            cov = make_spd((est.covariance if cov is None else cov) + np.diag(spread))
+        return published(with_checks(est, checks, cov) if checks or cov is not None else est)
+
+    def _tracking_spread(self, est: ContactEstimate, cov: np.ndarray) -> np.ndarray | None:
+        """Variance a tracking estimator's value needs as a statement about the contact over the adequacy
+        window: d_j = max |theta_j - theta_j(i)| over the last ``TRACK_OBSERVATIONS`` observed estimates;
+        max(d_j^2 - (2 sigma_j)^2, 0) (a stationary estimate wanders by about 2 of its own sigma; a parameter
+        that moves further within the window - a drifting or hysteretic contact - is that uncertain).
+        None when nothing is added."""
+        if not tracking(self.estimator) or self._ring is None or self._count < self.min_reports:
+            return None
+        p = len(est.values)
+        if self._ring.shape[1] != 2 * p:
+            return None
+        n = min(TRACK_OBSERVATIONS, self._count, self.length)
+        order = np.arange(self._count - n, self._count) % self.length
+        rows = self._ring[order[self._known[order]], :p]
+        if not len(rows):
+            return None
+        d = np.max(np.abs(rows - np.asarray(est.values, dtype=np.float64)), axis=0)
+        extra = np.maximum(d * d - 4.0 * np.maximum(np.diagonal(cov), 0.0), 0.0)
+        return extra if np.any(extra > 0) else None
 
 
 def tracking(estimator) -> bool:
@@ -474,6 +560,28 @@ def _parallel_reference(samples: ContactSamples, model) -> dict | None:
     bias = hcov.eiv_bias(X, theta, sigma_e)
     honest = hcov.combine(sw, eiv=bias, conditioning=hcov.conditioning(theta, fits[1][0]))
     return {'theta': theta, 'covariance': honest.covariance, 'bandwidth': bw, 'terms': honest}
+
+
+def _omitted_directional(samples: ContactSamples, X: np.ndarray, F: np.ndarray, alpha: float) -> trust.Check:
+    """Is a force c s(xdot) that flips with the direction of motion significant in F = phi^T theta + c s?
+    s = tanh(xdot / v0), v0 = 3 x the noise level of the rate (``signal.conditioning.noise_std``): +-1 while
+    the deformation clearly grows / shrinks, ~0 on a plateau where the rate is noise. Coulomb friction and a
+    hysteretic spring's two branches both show as such a term. HAC Wald test (``trust.omitted_regressor``)."""
+    from contact_dynamics_common.signal.conditioning import noise_std
+    xd = samples.xd
+    v0 = 3.0 * noise_std(xd)
+    if not v0 > 0 or len(xd) < 32:
+        return trust.Check(True, 'ok', 'omitted_directional', details={'note': 'no rate noise level'})
+    z = np.tanh(xd / v0)
+    if min(np.mean(z > 0.5), np.mean(z < -0.5)) < MIN_EACH_DIRECTION:
+        # a term that flips with the direction needs motion both ways: on a one-way ramp it is an intercept
+        # (a secant-vs-tangent question, not friction), on a plateau it is collinear with x
+        return trust.Check(True, 'ok', 'omitted_directional', details={'note': 'no clear motion both ways'})
+    c = replace(trust.omitted_regressor(X, F, z, ('direction-dependent force',), alpha=alpha),
+                kind='omitted_directional')
+    if not c.ok:
+        c = replace(c, reason=c.reason.replace('significant', 'significant (friction or hysteresis)', 1))
+    return c
 
 
 def _omitted_mass(samples: ContactSamples, X: np.ndarray, F: np.ndarray, alpha: float) -> trust.Check:

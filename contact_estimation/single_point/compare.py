@@ -26,6 +26,7 @@ import numpy as np
 import yaml
 
 from .algorithms import ALGORITHMS, RECURSIVE, make, run
+from .assess import run_monitored
 from .estimate import ContactEstimate
 from .preprocess import drift_warnings, find_plateaus
 from .samples import ContactSamples
@@ -74,15 +75,29 @@ def windows_of(samples: ContactSamples, segmentation: str = 'auto') -> tuple[lis
 
 
 def compare(samples: ContactSamples, *, segmentation: str = 'auto', names=None, options: dict | None = None,
-            agreement: float = 0.05) -> Comparison:
+            agreement: float = 0.05, params: dict | None = None) -> Comparison:
+    """Every algorithm of ``names`` on every window. With the node's ``params``, the estimators the live
+    node can run (rls, ils, ia, kalman and the sliding-window gls) are built and judged exactly as the node
+    builds and judges them (``pipeline.build_estimators``, ``assess.run_monitored``): the same samples and
+    config give the node's, run-bag's and contact-compare's verdict alike. The batch-only ones
+    (etfe, oem, eem, gmle) use ``algorithms.run``."""
     names = list(names or ALGORITHMS)
     options = options or {}
     windows, mode = windows_of(samples, segmentation)
     results: dict[str, list[ContactEstimate]] = {n: [] for n in names}
+    live = {}
+    if params is not None:
+        from .models import get_model
+        from .pipeline import build_estimators
+        online = [n for n in names if n in RECURSIVE or n == 'gls']
+        live = build_estimators(dict(params, algorithms=online), get_model(params['model'])) if online else {}
     for w in windows:
         part = samples.slice(slice(w.start, w.stop))
         for n in names:
-            results[n].append(run(make(n, **options.get(n, {})), part))
+            if n in live:
+                results[n].append(run_monitored(live[n], part))
+            else:
+                results[n].append(run(make(n, **options.get(n, {})), part))
     verdicts = [_verdict({n: results[n][i] for n in names}, agreement) for i in range(len(windows))]
     warnings = []
     if mode == 'plateaus':
@@ -272,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     samples = node.contact_samples({t: bag.columns(t) for t in node.inputs()})
     options = estimator_options(params, node.pipeline.model)
     options = {n: o for n, o in options.items() if n in args.algorithms}
-    cmp = compare(samples, segmentation=args.segment, names=args.algorithms, options=options)
+    cmp = compare(samples, segmentation=args.segment, names=args.algorithms, options=options, params=params)
     truth = bag.custom_data.get('ground_truth')
     paths = write_report(cmp, samples, args.report, truth, options)
     print(f'{args.bag}: {len(samples)} in-contact samples, {len(cmp.windows)} window(s) ({cmp.segmentation})')
