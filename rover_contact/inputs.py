@@ -219,9 +219,8 @@ class RoverInputs:
             self.counts['stale'] += 1
             raise InputError(f'JointState and Odometry are {skew:.3f} s apart > max_state_age_s')
         m = self.model
-        q = m.configuration(dict(zip(self.names, self.jpos)), self.pose[0:3], self.pose[3:7])
-        v = m.velocity(self.twist[0:3], self.twist[3:6], dict(zip(self.names, self.jvel)))
-        return q, v
+        return m.state_from_base(dict(zip(self.names, self.jpos)), self.pose[0:3], self.pose[3:7], self.twist[0:3],
+                                 self.twist[3:6], dict(zip(self.names, self.jvel)))
 
     def _attitude(self) -> tuple[np.ndarray, np.ndarray]:
         """Base rotation R (world <- base) of the latest odometry and its horizontal heading (cos ψ, sin ψ),
