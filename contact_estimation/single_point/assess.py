@@ -51,6 +51,9 @@ MATERIAL_SHIFT = 1e-4
 MATERIAL_DIRECTIONAL = 0.01
 #: ... tested only when at least this share of the window's samples moves clearly in each direction
 MIN_EACH_DIRECTION = 0.1
+#: ... and counted only above this share of the force rms (below it, the errors-in-variables attenuation of
+#: the damping by a noisy rate leaves a residual ~ the true rate that any odd function of the rate picks up)
+MIN_DIRECTIONAL_SHARE = 0.02
 #: an adaptive law's recent estimates may swing by up to 3 x max(sigma of the data, this share of the value)
 ADAPTIVE_RESOLUTION = 0.003
 #: residual RMS below this share of the force RMS is a numerically exact fit (noise-free data): not tested
@@ -200,15 +203,14 @@ def adequacy_checks(est: ContactEstimate, samples: ContactSamples, alpha: float 
     # MATERIAL_DIRECTIONAL of its value and 3 sigma of the augmented fit
     dv = _per_window(_omitted_directional, samples, (est.model, alpha), X, F, alpha)
     if not dv.ok:
+        # significant: whatever the verdict, the sigma covers the move of the parameters when it is included
+        beta = np.asarray(dv.details['augmented'])
+        aug = np.asarray(dv.details['covariance_augmented'])
+        var = np.maximum(var, np.diagonal(aug) + (est.values - beta) ** 2)
         shift = np.abs(np.asarray(dv.details['shift']))
-        aug_sigma = np.sqrt(np.maximum(np.diagonal(np.asarray(dv.details['covariance_augmented'])), 0.0))
-        bound = np.maximum(3.0 * aug_sigma, MATERIAL_DIRECTIONAL * np.abs(est.values))
-        if not np.any(np.asarray(used) & (shift > bound)):
+        bound = np.maximum(3.0 * np.sqrt(np.maximum(np.diagonal(aug), 0.0)), MATERIAL_DIRECTIONAL * np.abs(est.values))
+        if dv.details.get('share', 0.0) <= MIN_DIRECTIONAL_SHARE or not np.any(np.asarray(used) & (shift > bound)):
             dv = replace(dv, ok=True, reason='ok', details=dict(dv.details, note='significant, immaterial'))
-        else:
-            beta = np.asarray(dv.details['augmented'])
-            aug = np.asarray(dv.details['covariance_augmented'])
-            var = np.maximum(var, np.diagonal(aug) + (est.values - beta) ** 2)
     checks.append(dv)
     if 'nis' in est.extras and est.samples_used > 0:
         nis = _nis(est)
@@ -564,20 +566,39 @@ def _parallel_reference(samples: ContactSamples, model) -> dict | None:
 
 def _omitted_directional(samples: ContactSamples, X: np.ndarray, F: np.ndarray, alpha: float) -> trust.Check:
     """Is a force c s(xdot) that flips with the direction of motion significant in F = phi^T theta + c s?
-    s = tanh(xdot / v0), v0 = 3 x the noise level of the rate (``signal.conditioning.noise_std``): +-1 while
+    s = tanh(v / v0) with v = (x[i+L] - x[i-L]) / (t[i+L] - t[i-L]) (L beyond the differentiator's noise
+    correlation, as for the mass test), v0 = 3 x the noise level of v (``signal.conditioning.noise_std``): +-1 while
     the deformation clearly grows / shrinks, ~0 on a plateau where the rate is noise. Coulomb friction and a
     hysteretic spring's two branches both show as such a term. HAC Wald test (``trust.omitted_regressor``)."""
     from contact_dynamics_common.signal.conditioning import noise_std
-    xd = samples.xd
-    v0 = 3.0 * noise_std(xd)
-    if not v0 > 0 or len(xd) < 32:
+    from contact_dynamics_common.signal.conditioning import choose_bandwidth
+    t, x = samples.t, samples.x
+    n = len(x)
+    L = _noise_lag(samples.xd)
+    try:           # the direction must follow the top tone: a rate over at most 1/16 of its period
+        bw = choose_bandwidth(t, x)
+        L = min(L, max(2, int(round(bw.rate_hz / (16.0 * max(bw.excitation_hz, 1e-3))))))
+    except ValueError:
+        pass
+    if n <= 2 * L + 32:
+        return trust.Check(True, 'ok', 'omitted_directional', details={'note': 'window too short to test'})
+    span = t[2 * L:] - t[:-2 * L]
+    if not np.all(span > 0):
+        return trust.Check(True, 'ok', 'omitted_directional', details={'note': 'repeated stamps'})
+    # the direction from a rate that shares no noise sample with row i's regressors or residual (a noisy
+    # sign of the row's own xdot would correlate with the residual through the rate noise: errors in variables)
+    rate = (x[2 * L:] - x[:-2 * L]) / span
+    v0 = 3.0 * noise_std(rate)
+    if not v0 > 0:
         return trust.Check(True, 'ok', 'omitted_directional', details={'note': 'no rate noise level'})
-    z = np.tanh(xd / v0)
+    inner = slice(L, n - L)
+    X, F = X[inner], F[inner]
+    z = np.tanh(rate / v0)
     if min(np.mean(z > 0.5), np.mean(z < -0.5)) < MIN_EACH_DIRECTION:
         # a term that flips with the direction needs motion both ways: on a one-way ramp it is an intercept
         # (a secant-vs-tangent question, not friction), on a plateau it is collinear with x
         return trust.Check(True, 'ok', 'omitted_directional', details={'note': 'no clear motion both ways'})
-    c = replace(trust.omitted_regressor(X, F, z, ('direction-dependent force',), alpha=alpha),
+    c = replace(trust.omitted_regressor(X, F, z, ('direction-dependent force',), alpha=alpha, min_share=0.0),
                 kind='omitted_directional')
     if not c.ok:
         c = replace(c, reason=c.reason.replace('significant', 'significant (friction or hysteresis)', 1))
