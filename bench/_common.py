@@ -26,7 +26,7 @@ def cpu_seconds(pid: int) -> float:
 
 def latest_statuses(diags: list) -> dict[str, dict]:
     """The latest report of each /diagnostics status: name -> {'level', 'message', key: value...}."""
-    from contact_dynamics_common.node import status_fields
+    from contact_dynamics_common.ros.node import status_fields
     out: dict = {}
     for arr in diags:
         for st in arr.status:
@@ -48,7 +48,7 @@ def play_to_node(module: str, ros_args: list[str], bag, topics: dict | None = No
     """Start ``python -m module --ros-args ros_args``, wait for its first /diagnostics, play ``bag`` to it at
     recorded speed (`contact-dynamics play`, its own process), keep listening ``linger_s`` more, stop it
     (SIGINT) and return what it reported. ``topics``: {topic: message type} recorded besides /diagnostics."""
-    from contact_dynamics_common.ros_env import apply_isolated_ros_env
+    from contact_dynamics_common.ros.env import apply_isolated_ros_env
     env = apply_isolated_ros_env()
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray
@@ -66,7 +66,7 @@ def play_to_node(module: str, ros_args: list[str], bag, topics: dict | None = No
         deadline = time.monotonic() + 15
         while not diags and time.monotonic() < deadline:
             rclpy.spin_once(listener, timeout_sec=0.1)
-        player = subprocess.Popen([sys.executable, '-m', 'contact_dynamics_common.play', str(bag),
+        player = subprocess.Popen([sys.executable, '-m', 'contact_dynamics_common.ros.play', str(bag),
                                    '--wait-for-subscribers', '10', '--clock-hz', '0', '--no-progress'],
                                   env=env)
         cpu0, wall0 = cpu_seconds(node.pid), time.monotonic()

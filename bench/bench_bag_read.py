@@ -21,7 +21,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from contact_dynamics_common.bag import BagReader, BagWriter  # noqa: E402
-from contact_dynamics_common.msgconv import ns_to_sec_nanosec  # noqa: E402
+from contact_dynamics_common.messages.convert import ns_to_sec_nanosec  # noqa: E402
 
 T0_NS = 1_700_000_000_000_000_000
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from _common import ROOT  # also puts the repository on sys.path
 
-from contact_dynamics_common.batch import run_batch  # noqa: E402
+from contact_dynamics_common.cli.batch import run_batch  # noqa: E402
 from contact_estimation.single_point.simulate import KelvinVoigt1Dof, write_bag  # noqa: E402
 
 

@@ -78,7 +78,7 @@ def bench_w6_step(levels: int, repeat: int) -> None:
 
 
 def bench_estimator(repeat: int) -> None:
-    from contact_dynamics_common.params import validate_all
+    from contact_dynamics_common.ros.params import validate_all
     from contact_estimation.geometry.rotations import quat_to_matrix
     from contact_estimation.multipoint.config import PARAMS
     from contact_estimation.multipoint.pipeline import MultiPointPipeline

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from _common import ROOT, latest_statuses
 
-from contact_dynamics_common.ros_env import apply_isolated_ros_env  # noqa: E402
+from contact_dynamics_common.ros.env import apply_isolated_ros_env  # noqa: E402
 
 ENV = apply_isolated_ros_env()
 
@@ -39,7 +39,7 @@ from sensor_msgs.msg import JointState  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
 from contact_dynamics.msg import ContactEstimate  # noqa: E402
-from contact_dynamics_common.node import _executor, sensor_qos  # noqa: E402
+from contact_dynamics_common.ros.node import make_executor, sensor_qos  # noqa: E402
 
 PUBLISHER = r'''
 import math, sys, time
@@ -116,7 +116,7 @@ def main() -> int:
     bare.create_subscription(DiagnosticArray, '/diagnostics', diags.append, 10)
     bare.create_subscription(ContactEstimate, '/contact_estimator/gls/estimate', estimates.append, 10)
     reset = bare.create_client(Trigger, '/contact_estimator/reset')
-    executor = _executor()
+    executor = make_executor()
     executor.add_node(bare)
     tmp = Path(tempfile.mkdtemp(prefix='bench_overload_'))
     rows = []

@@ -56,7 +56,7 @@ def child(bag: str, publish_rate: float, chunk_s: float) -> None:
 
     from contact_dynamics_common.bag import BagReader, BagWriter
     from contact_dynamics_common.cli import RUN_BAG_KEPT, load_offline_nodes
-    from contact_dynamics_common.replay import replay
+    from contact_dynamics_common.offline.replay import replay
 
     with tempfile.TemporaryDirectory(prefix='bench_replay_') as tmp:
         cfg = yaml.safe_load((ROOT / 'config' / 'contact_estimator.yaml').read_text())

@@ -23,7 +23,7 @@ from _common import ROOT  # also puts the repository on sys.path
 
 from contact_dynamics_common.bag import BagReader  # noqa: E402
 from contact_dynamics_common.cli import load_offline_nodes  # noqa: E402
-from contact_dynamics_common.replay import replay  # noqa: E402
+from contact_dynamics_common.offline.replay import replay  # noqa: E402
 from contact_estimation.single_point.simulate import KelvinVoigt1Dof, write_bag  # noqa: E402
 
 

@@ -52,6 +52,13 @@ class _MovedModuleAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def exec_module(self, module):
         pass
 
+    def get_code(self, fullname):
+        """For ``python -m contact_dynamics_common.<old>`` (runpy asks the loader for code): run the new home
+        as ``__main__``, with its own package, so that its relative imports resolve."""
+        new = f'{__name__}.{_MOVED[fullname.rpartition(".")[2]]}'
+        return compile(f'import runpy\nrunpy.run_module({new!r}, run_name="__main__", alter_sys=True)\n',
+                       f'<{fullname}: moved to {new}>', 'exec')
+
 
 if not any(isinstance(f, _MovedModuleAlias) for f in sys.meta_path):
     sys.meta_path.append(_MovedModuleAlias())

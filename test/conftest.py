@@ -1,7 +1,7 @@
 """Test session setup: every ROS process of the suite runs on loopback in its own DDS domain."""
 import pytest
 
-from contact_dynamics_common.ros_env import apply_isolated_ros_env
+from contact_dynamics_common.ros.env import apply_isolated_ros_env
 
 # before any test module imports rclpy: the network rule (ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST and a
 # private ROS_DOMAIN_ID) holds for this process and every node it starts

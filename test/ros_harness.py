@@ -14,9 +14,9 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-from contact_dynamics_common.msgconv import ns_to_sec_nanosec
-from contact_dynamics_common.node import status_fields
-from contact_dynamics_common.ros_env import isolated_ros_env
+from contact_dynamics_common.messages.convert import ns_to_sec_nanosec
+from contact_dynamics_common.ros.node import status_fields
+from contact_dynamics_common.ros.env import isolated_ros_env
 
 ROOT = Path(__file__).resolve().parents[1]
 

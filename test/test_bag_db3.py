@@ -177,7 +177,7 @@ def test_info_compare_and_missing_metadata_on_db3(pair, tmp_path, capsys):
 
 
 def test_streamed_reader_on_db3_equals_mcap(pair, monkeypatch):
-    from contact_dynamics_common import bag_sqlite
+    from contact_dynamics_common.bag import sqlite as bag_sqlite
     monkeypatch.setattr(bag_sqlite, 'BATCH', 512)                     # many row ranges
     mcap, db3, _ = pair
     reader, want = BagReader(db3), BagReader(mcap)
@@ -194,7 +194,7 @@ def test_streamed_reader_on_db3_equals_mcap(pair, monkeypatch):
 
 @pytest.mark.ros
 def test_play_publishes_db3_and_damaged_bags(pair, tmp_path):
-    from contact_dynamics_common.play import play
+    from contact_dynamics_common.ros.play import play
     mcap, db3, _ = pair
     stats = play(db3, rate=20.0, clock_hz=0, progress=False)
     assert stats['messages'] == {'/wrench': 3000, '/joint_states': 3000} and not stats['recovery'].damaged

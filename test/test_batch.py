@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from contact_dynamics_common.batch import expand_bags, parameter_rows, run_batch, write_report
+from contact_dynamics_common.cli.batch import expand_bags, parameter_rows, run_batch, write_report
 from contact_dynamics_common.cli import main as cli_main
 from contact_dynamics_common.cli import run_bag
 from contact_estimation.single_point.simulate import KelvinVoigt1Dof, write_bag
@@ -115,7 +115,7 @@ def test_cli_batch_exit_code_and_files(bags, tmp_path, capsys):
 
 def test_an_existing_cluster_by_scheduler_address(bags, batch):
     """--scheduler: the tasks go to a cluster started elsewhere (here one worker on 127.0.0.1)."""
-    from contact_dynamics_common.batch import local_cluster
+    from contact_dynamics_common.cli.batch import local_cluster
 
     _, result, _, _ = batch
     with local_cluster(1) as cluster:

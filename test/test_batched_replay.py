@@ -1,6 +1,6 @@
 """Batched offline replay (ContactPipeline.replay, update_and_report, quality_batch) == per-tick stepping.
 
-Every scenario replays one bag twice through ``contact_dynamics_common.replay.replay``: with the offline
+Every scenario replays one bag twice through ``contact_dynamics_common.offline.replay.replay``: with the offline
 node's ``replay_all`` (one pass) and through the per-tick protocol (``batched=False``: push the messages
 logged since the previous tick, ``tick``). Every topic, every message must agree: log times and stamps
 equal, numbers to 1e-9 relative, strings and booleans equal; and the status counters must be identical.
@@ -14,9 +14,9 @@ import yaml
 
 from contact_dynamics_common.bag import BagReader, BagWriter
 from contact_dynamics_common.cli import load_offline_nodes
-from contact_dynamics_common.msgconv import ns_to_sec_nanosec
-from contact_dynamics_common.params import validate_all
-from contact_dynamics_common.replay import replay
+from contact_dynamics_common.messages.convert import ns_to_sec_nanosec
+from contact_dynamics_common.ros.params import validate_all
+from contact_dynamics_common.offline.replay import replay
 from contact_estimation.single_point.config import PARAMS
 from contact_estimation.single_point.estimate import make_spd, make_spd_batch, quality_batch, quality_from_information
 from contact_estimation.single_point.gls import SlidingWindowGLS

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from mcap_ros2._dynamic import serialize_dynamic
 
-from contact_dynamics_common import cdr, msgdefs
+from contact_dynamics_common.messages import cdr, definitions as msgdefs
 
 TYPES = ['contact_dynamics/msg/ContactEstimate', 'contact_dynamics/msg/ParameterEstimate',
          'geometry_msgs/msg/WrenchStamped', 'sensor_msgs/msg/JointState', 'geometry_msgs/msg/PoseStamped',

@@ -15,7 +15,7 @@ import pytest
 
 from contact_dynamics_common.bag import BagReader, BagWriter
 from contact_dynamics_common.cli import load_offline_nodes
-from contact_dynamics_common.replay import ReplayResult, replay
+from contact_dynamics_common.offline.replay import ReplayResult, replay
 from contact_estimation.single_point.pipeline import ContactPipeline
 from contact_estimation.single_point.simulate import KelvinVoigt1Dof, write_bag
 

@@ -90,6 +90,16 @@ def test_console_script_target_is_the_cli_main():
     assert main is real_main
 
 
+@pytest.mark.parametrize('old, new', [('play', 'ros.play')])
+def test_python_m_of_an_old_module_path_runs_the_new_module(old, new):
+    """``python -m contact_dynamics_common.play`` (scripts and other packages' tests start the player so) runs
+    the moved module as ``__main__``, with the same result as its new path."""
+    runs = [subprocess.run([sys.executable, '-m', f'contact_dynamics_common.{m}', '--help'], capture_output=True,
+                           text=True, timeout=120, cwd=ROOT) for m in (old, new)]
+    assert [r.returncode for r in runs] == [0, 0], runs[0].stderr
+    assert runs[0].stdout == runs[1].stdout and 'usage: contact-dynamics play' in runs[0].stdout
+
+
 def _sha(path: Path) -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(path.iterdir()) if p.is_file()}
 

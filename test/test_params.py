@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from contact_dynamics_common.params import ConfigError, ParamSpec, flatten, load_params_file, validate_all
+from contact_dynamics_common.ros.params import ConfigError, ParamSpec, flatten, load_params_file, validate_all
 from contact_estimation.single_point.config import PARAMS
 
 ROOT = Path(__file__).resolve().parents[1]

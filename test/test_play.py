@@ -1,4 +1,4 @@
-"""contact_dynamics_common.play in a separate process, received over DDS (loopback only) by this process."""
+"""contact_dynamics_common.ros.play in a separate process, received over DDS (loopback only) by this process."""
 import os
 
 os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'     # mandatory: nothing leaves the machine
@@ -13,7 +13,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from contact_dynamics_common.bag import BagReader, BagWriter  # noqa: E402
-from contact_dynamics_common.msgconv import stamp_to_ns, wrench_row  # noqa: E402
+from contact_dynamics_common.messages.convert import stamp_to_ns, wrench_row  # noqa: E402
 
 pytestmark = pytest.mark.ros
 
@@ -67,7 +67,7 @@ def test_play_publishes_bag_values_and_clock(tmp_path, monkeypatch):
     node.create_subscription(Clock, '/clock', lambda m: clocks.append(stamp_to_ns(m.clock)),
                              QoSProfile(depth=1000))
     child = subprocess.Popen(
-        [sys.executable, '-m', 'contact_dynamics_common.play', str(bag), '--wait-for-subscribers', '8',
+        [sys.executable, '-m', 'contact_dynamics_common.ros.play', str(bag), '--wait-for-subscribers', '8',
          '--clock-hz', '50', '--no-progress'],
         env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

@@ -60,7 +60,7 @@ def test_every_listed_plugin_is_found_through_entry_points_and_through_the_ament
 
 
 def test_registered_offline_nodes_build_from_their_validated_defaults():
-    from contact_dynamics_common.params import validate_all
+    from contact_dynamics_common.ros.params import validate_all
     offline = reg_mod.registry().offline_nodes
     assert 'contact_estimator' in offline
     for name, spec in offline.items():

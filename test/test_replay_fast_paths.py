@@ -186,7 +186,7 @@ def test_estimate_of_equals_the_dataclass_constructor():
 def test_prefetch_keeps_order_errors_and_stops():
     import threading
 
-    from contact_dynamics_common.replay import _Prefetch
+    from contact_dynamics_common.offline.replay import _Prefetch
     items = [object() for _ in range(50)]
     pre = _Prefetch(iter(items), depth=2)
     assert [x for x in pre] == items                    # the same objects, in order

@@ -9,7 +9,7 @@ time (``BagReader.iter_column_chunks``), so memory does not grow with the length
 The offline node protocol (a node is any object with these):
 
 * ``node_name``, ``period_ns``, ``inputs() -> {topic: type}``, ``status() -> dict`` (counters);
-* ``push(topic, columns, slice)``: messages ``slice`` of a column dict (``msgconv`` schema) of one topic,
+* ``push(topic, columns, slice)``: messages ``slice`` of a column dict (``messages.convert`` schema) of one topic,
   in log-time order. A node may receive several pushes of one topic between two ticks (a chunk boundary
   falls between them), so ``push`` must only buffer;
 * ``tick(now_ns) -> [(topic, type, fields)]``: update on what was pushed, return the outputs;

@@ -1,5 +1,8 @@
 """ROS 2 glue shared by every estimator node: parameters, QoS, diagnostics, reset service, timing, main().
 
+The QoS profiles are in ``qos``, the meters and DiagnosticStatus helpers in ``meters``; both are re-exported
+here, where the nodes take them from.
+
 An estimator node declares its parameters from a list of ParamSpec (with descriptions and ranges),
 validates them at start (a bad value stops the node with the reason), subscribes with sensor-data QoS,
 lets callbacks only copy samples into buffers, runs the estimation on a timer and reports its health on
@@ -11,12 +14,11 @@ import os
 import signal
 import sys
 import time
-from collections import deque
 from typing import Callable, Sequence
 
 import numpy as np
 import rclpy
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
 from rclpy.event_handler import SubscriptionEventCallbacks, UnsupportedEventTypeError
 from rclpy.exceptions import ParameterException
@@ -24,29 +26,13 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
-from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy, DurabilityPolicy
 from std_srvs.srv import Trigger
 
 from .params import ConfigError, ParamSpec
-
-OK, WARN, ERROR, STALE = DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR, DiagnosticStatus.STALE
-
-
-def sensor_qos(depth: int) -> QoSProfile:
-    """Best-effort, volatile, keep-last(depth): accepts both reliable and best-effort publishers."""
-    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth, reliability=ReliabilityPolicy.BEST_EFFORT,
-                      durability=DurabilityPolicy.VOLATILE)
-
-
-def output_qos(depth: int = 10) -> QoSProfile:
-    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth, reliability=ReliabilityPolicy.RELIABLE,
-                      durability=DurabilityPolicy.VOLATILE)
-
-
-def latched_qos() -> QoSProfile:
-    """Reliable, transient local, depth 1: the latest message of a latched topic (e.g. robot_description)."""
-    return QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
+# re-exported: the nodes of the packages take them from here
+from .meters import (ERROR, OK, OVERLOAD_CAUSES, STALE, WARN, CostMeter, InputStats, RateMeter,  # noqa: F401
+                     message_info_callbacks, status, status_fields)
+from .qos import latched_qos, output_qos, sensor_qos  # noqa: F401
 
 
 def _descriptor(spec: ParamSpec) -> ParameterDescriptor:
@@ -59,119 +45,6 @@ def _descriptor(spec: ParamSpec) -> ParameterDescriptor:
         elif isinstance(scalar, int):
             desc.integer_range = [IntegerRange(from_value=int(spec.low), to_value=int(spec.high), step=1)]
     return desc
-
-
-class RateMeter:
-    """Message rate over a sliding window of receipt times (monotonic wall clock, s: cheap in callbacks)."""
-
-    def __init__(self, window: int = 200):
-        self._times: deque = deque(maxlen=window)
-        self.count = 0
-
-    def tick(self) -> None:
-        self._times.append(time.monotonic())
-        self.count += 1
-
-    def rate(self) -> float:
-        if len(self._times) < 2 or self._times[-1] <= self._times[0]:
-            return 0.0
-        return (len(self._times) - 1) / (self._times[-1] - self._times[0])
-
-    def age(self) -> float:
-        return time.monotonic() - self._times[-1] if self._times else float('inf')
-
-
-class InputStats(RateMeter):
-    """One input's counters at the callback: received (``count``), rate, age, and the samples lost before the
-    callback (the subscription queue overflowing, transport losses).
-
-    ``lost_in_queue``: gaps in each publisher's publication sequence numbers (exact; needs callbacks with
-    MessageInfo, i.e. ``message_info_callbacks()``); ``lost_reported``: what the middleware's message-lost
-    event reports (Fast DDS: transport-level losses only, not keep-last queue overwrites).
-    """
-
-    #: MessageInfo dicts kept by the callback before they are counted (bounds the pending list)
-    FOLD_AT = 4096
-
-    def __init__(self, window: int = 200):
-        super().__init__(window)
-        self._lost_in_queue = 0
-        self.lost_reported = 0
-        self._last_seq: dict[bytes, int] = {}
-        self._infos: list = []
-
-    def sequence(self, info) -> None:
-        """Keep a message's MessageInfo dict (callback side: only a copy); counted when the losses are read."""
-        self._infos.append(info)
-        if len(self._infos) >= self.FOLD_AT:
-            self._fold()
-
-    def _fold(self) -> None:
-        """Count the publications skipped since each publisher's previous message, over the kept infos."""
-        infos, self._infos = self._infos, []
-        for info in infos:
-            seq = info.get('publication_sequence_number')
-            if seq is None:
-                continue
-            gid = info.get('publisher_gid')
-            key = bytes(gid['data']) if gid else b''
-            last = self._last_seq.get(key)
-            if last is None or seq > last:
-                if last is not None:
-                    self._lost_in_queue += seq - last - 1
-                self._last_seq[key] = seq
-
-    @property
-    def lost_in_queue(self) -> int:
-        self._fold()
-        return self._lost_in_queue
-
-    def lost(self) -> int:
-        return max(self.lost_in_queue, self.lost_reported)
-
-
-def message_info_callbacks() -> bool:
-    """Whether subscription callbacks can receive MessageInfo (publication sequence numbers): with the
-    single-threaded executor. rclpy 9.3's EventsExecutor (the default here) fails on two-argument callbacks."""
-    return os.environ.get('CONTACT_DYNAMICS_EXECUTOR', 'events') == 'single'
-
-
-#: drop causes that mean the node did not keep up (the others are rejected input)
-OVERLOAD_CAUSES = ('queue', 'overflow')
-
-
-class CostMeter:
-    """Cost of the estimation updates: p50 / p99 / max over the last N updates (ms) of wall-clock time and,
-    when given, of the thread's CPU time (the work itself, without the time other processes held the CPU)."""
-
-    def __init__(self, window: int = 1000):
-        self._ms: deque = deque(maxlen=window)
-        self._cpu_ms: deque = deque(maxlen=window)
-
-    def add(self, seconds: float, cpu_seconds: float | None = None) -> None:
-        self._ms.append(seconds * 1e3)
-        if cpu_seconds is not None:
-            self._cpu_ms.append(cpu_seconds * 1e3)
-
-    def figures(self) -> dict[str, float]:
-        out = {'update_ms_p50': 0.0, 'update_ms_p99': 0.0, 'update_ms_max': 0.0}
-        for prefix, ms in (('update_ms', self._ms), ('update_cpu_ms', self._cpu_ms)):
-            if ms:
-                a = np.fromiter(ms, float)
-                out.update({f'{prefix}_p50': float(np.percentile(a, 50)), f'{prefix}_p99': float(np.percentile(a, 99)),
-                            f'{prefix}_max': float(a.max())})
-        return out
-
-
-def status(name: str, level: bytes, message: str, values: dict, hardware_id: str = '') -> DiagnosticStatus:
-    """A DiagnosticStatus with the values as KeyValue pairs (floats printed with 6 significant digits)."""
-    kv = [KeyValue(key=str(k), value=(f'{v:.6g}' if isinstance(v, float) else str(v))) for k, v in values.items()]
-    return DiagnosticStatus(level=level, name=name, message=message, hardware_id=hardware_id, values=kv)
-
-
-def status_fields(st: DiagnosticStatus) -> dict:
-    """A received DiagnosticStatus as {'level', 'message', key: value...} (values as the strings sent)."""
-    return {'level': st.level, 'message': st.message, **{kv.key: kv.value for kv in st.values}}
 
 
 class EstimatorNode(LifecycleNode):
@@ -427,7 +300,7 @@ class EstimatorNode(LifecycleNode):
         raise NotImplementedError
 
 
-def _executor():
+def make_executor():
     """rclpy's EventsExecutor (C++ event queue, about half the CPU per callback) when available.
 
     Driven by spin_once: in rclpy 9.1.2 its spin() never fires timers here, while spin_once does.
@@ -468,7 +341,7 @@ def run(factory: Callable[[], Node], args: list[str] | None = None) -> int:
         except ConfigError as exc:
             print(f'[ERROR] invalid configuration: {exc}', file=sys.stderr, flush=True)
             return 2
-        executor = _executor()
+        executor = make_executor()
         executor.add_node(node)
         while not stop and rclpy.ok():
             executor.spin_once(timeout_sec=0.1)
