@@ -29,10 +29,21 @@ PARAMS: list[ParamSpec] = [
               'L_i [m], velocity = L_dot_i [m/s] (optional), effort = actuator force F_a,i [N] along the strut.'),
     ParamSpec('joint_names', [f'strut_{i}' for i in range(1, 7)], 'The six strut joints, in the order of the '
               "machine's struts.", length=6, check=_distinct),
-    ParamSpec('use_measured_velocity', True, 'Use JointState.velocity as L_dot when present (else and when false: '
-              'derivative of the local quadratic fit of L).'),
-    ParamSpec('derivative_half_window', 2, 'Half width (samples) of the centred local quadratic fit that gives '
-              'L_dot and L_ddot; adds this many samples of latency.', low=1, high=200),
+    ParamSpec('use_measured_velocity', False, 'Use JointState.velocity as L_dot when present (L_ddot always comes '
+              'from the strut positions: differentiating a noisy velocity channel once more drives the estimate '
+              'into errors-in-variables divergence). False: L_dot from the local polynomial of L as well.'),
+    ParamSpec('derivative_half_window', 3, 'Half width M (samples) of the centred local polynomial fit of L that '
+              'gives L_dot and L_ddot on the real stamps (contact_dynamics_common.signal.conditioning.'
+              'local_polynomial_weights); adds M samples of latency.', low=1, high=200),
+    ParamSpec('derivative_order', 6, 'Degree of that local polynomial (>= 2, < 2 M + 1). Degree 6 over +-3 '
+              'samples is exact for polynomials up to degree 6: no differentiator bias on tones up to ~20 Hz at '
+              '1 kHz (the +-1 sample quadratic attenuates L_ddot of a 20 Hz tone by 0.13 %).', low=2, high=12),
+    ParamSpec('parallel_filter_hz', 25.0, 'Parallel filtering: the built regressor rows Y and the forces F go '
+              'through the same Gaussian kernel (-3 dB at this frequency, real stamps, no window across a hole; '
+              'contact_dynamics_common.signal.conditioning.kernel_filter), so filtered F = filtered(Y) theta '
+              'stays exact while the differentiation noise of L_ddot (quantisation, encoder noise) is removed: '
+              'no errors-in-variables attenuation. Adds ~0.94 / cut-off s of delay. 0: off (needed for '
+              'state_noise_std.*).', low=0.0, unit='Hz'),
     ParamSpec('input_queue_size', 1000, 'Depth of the sensor-data QoS input queue (1000 = 1 s at 1 kHz).',
               low=1, high=100000),
     ParamSpec('buffer_capacity', 20000, 'JointState samples buffered between two estimation updates.',
@@ -84,10 +95,14 @@ PARAMS: list[ParamSpec] = [
     # --- monitoring and output ---
     ParamSpec('converged_rel_std', 0.02, "A parameter is 'identified' when sigma/|theta| falls below this.",
               low=0.0, low_open=True, high=1.0),
-    ParamSpec('nis_window', 1000, 'Updates over which the mean NIS is checked against its chi^2 band.',
-              low=10, high=1000000),
-    ParamSpec('history_window', 40, 'Published estimates over which the convergence (drift, oscillation) is '
-              'judged.', low=8, high=100000),
+    ParamSpec('nis_window', 1000, 'Updates over which the mean NIS is reported (diagnostic; the published sigma '
+              'comes from the residuals, not from measurement_std).', low=10, high=1000000),
+    ParamSpec('trust_block', 50, 'Samples per block of the honest-sigma statistics (batch-means HAC covariance of '
+              'the scores, errors-in-variables signal moment) and per convergence snapshot; counted in used '
+              'samples, so the verdict depends on the data only, never on when the timer fired.', low=10,
+              high=100000),
+    ParamSpec('history_window', 40, 'Convergence snapshots (one every trust_block samples) over which the '
+              'convergence (drift, oscillation) is judged.', low=8, high=100000),
     ParamSpec('save_path', 'pkm_estimate.yaml', '~/save writes the estimate (values, sigma, covariance, flags, '
               'machine, model) to this YAML file.'),
     ParamSpec('publish_rate', 20.0, 'Estimation and publishing rate (timer on the node clock).', low=0.1,

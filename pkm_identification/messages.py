@@ -2,7 +2,10 @@
 
 ~/parameters        contact_dynamics/ParameterEstimate: names, values, units, row-major covariance, flags,
                     excitation, validity/status (convergence and NIS from contact_dynamics_common.trust)
-~/platform_inertia  geometry_msgs/InertiaStamped: m_p and diag(Ixxp, Iyyp, Izzp) in {P} (platform_frame)
+~/platform_inertia  geometry_msgs/InertiaStamped: m_p and diag(Ixxp, Iyyp, Izzp) in {P} (platform_frame), only
+                    when the estimate is valid and all four are identified (a pure translation leaves the
+                    platform inertias not_excited: then nothing is published here, the message has no sigma
+                    or flag to say so)
 ~/predicted_effort  sensor_msgs/JointState: effort = Y(q, qd, qdd) theta of the newest sample (feed-forward)
 """
 from __future__ import annotations
@@ -61,12 +64,23 @@ def effort_fields(est: PkmEstimate, joint_names, frame_id: str) -> dict:
             'effort': [float(x) for x in est.predicted_effort]}
 
 
+PLATFORM = ('m_p', 'Ixxp', 'Iyyp', 'Izzp')
+
+
+def platform_identified(est: PkmEstimate) -> bool:
+    """The platform's mass and three inertias are all identified in a valid estimate."""
+    fl = dict(zip(est.names, est.flags))
+    return bool(est.valid) and all(fl.get(n) == 'identified' for n in PLATFORM)
+
+
 def publications(est: PkmEstimate | None, params: dict) -> list[tuple[str, str, dict]]:
-    """(relative topic, type, fields) of one update; nothing before the first processed sample."""
+    """(relative topic, type, fields) of one update; nothing before the first processed sample.
+    ~/platform_inertia only when ``platform_identified``."""
     if est is None:
         return []
-    out = [('~/parameters', PARAM_TYPE, parameter_fields(est, params['frame_id'], params['machine'])),
-           ('~/platform_inertia', INERTIA_TYPE, inertia_fields(est, params['platform_frame']))]
+    out = [('~/parameters', PARAM_TYPE, parameter_fields(est, params['frame_id'], params['machine']))]
+    if platform_identified(est):
+        out.append(('~/platform_inertia', INERTIA_TYPE, inertia_fields(est, params['platform_frame'])))
     if est.predicted_effort is not None:
         out.append(('~/predicted_effort', JOINT_TYPE, effort_fields(est, params['joint_names'], params['frame_id'])))
     return out

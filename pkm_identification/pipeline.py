@@ -23,6 +23,9 @@ import numpy as np
 
 from contact_dynamics_common import trust
 from contact_dynamics_common.params import ConfigError
+from contact_dynamics_common.signal.conditioning import kernel_filter, kernel_half, local_polynomial_weights, width_for_cutoff
+from contact_dynamics_common.trust.covariance import combine
+from contact_dynamics_common.trust.verdict import judge
 from contact_dynamics_common.ringbuffer import RingBuffer
 from contact_dynamics_common.stamps import StampGate
 
@@ -31,7 +34,8 @@ from . import eiv
 from . import kinematics as K
 from .estimation import RATIO_ONLY, SCALE_WARNING
 from .geometry import GeometryError, load_machine
-from .identifiability import InformationMatrix, flags as make_flags
+from .identifiability import CONVERGING, IDENTIFIED, NOT_EXCITED, PRIOR_ONLY, InformationMatrix
+from .moments import BlockMoments
 from .ukf import ParameterUKF
 
 MODEL = 'stewart_gough_13_body_lumped_mass'
@@ -61,6 +65,42 @@ class PkmEstimate:
     frozen: bool = False
 
 
+class StreamingParallelFilter:
+    """The same Gaussian kernel (contact_dynamics_common.signal.conditioning.kernel_filter, real stamps, no
+    window across a hole) on every regressor column and on the forces, streamed with a known delay of ``half``
+    samples: filtered F = filtered(Y) theta holds exactly for the linear model, while the derivative noise in
+    Y (blue: it grows with frequency) is removed above the cut-off. The sample period that sizes the kernel is
+    the median of the first 16 intervals seen (sample-driven: the same however the stream is batched)."""
+
+    def __init__(self, cutoff_hz: float):
+        self.width = width_for_cutoff(cutoff_hz)
+        self.half = 0
+        self._t = np.zeros(0, np.int64)
+        self._z = np.zeros((0, 0))
+
+    def __call__(self, t_ns: np.ndarray, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Feed rows Z (N, c) stamped t_ns; return (stamps, filtered rows) of the samples whose window is
+        complete (earlier samples' outputs come with later calls)."""
+        t = np.concatenate([self._t, t_ns])
+        z = np.concatenate([self._z, Z]) if len(self._z) else np.asarray(Z, float)
+        if not self.half:
+            if len(t) < 17:
+                self._t, self._z = t, z
+                return t[:0], z[:0]
+            self.half = kernel_half(self.width, float(np.median(np.diff(t[:17]))) * 1e-9)
+        m = self.half
+        out_t, out_z = t[:0], z[:0]
+        if len(t) >= 2 * m + 1:
+            ts = (t - t[0]) * 1e-9
+            zf = kernel_filter(ts, z, self.width, half=m)
+            sl = slice(m, len(t) - m)
+            ok = np.isfinite(zf[sl]).all(axis=1)
+            out_t, out_z = t[sl][ok], zf[sl][ok]
+        keep = min(len(t), 2 * m)
+        self._t, self._z = t[len(t) - keep:], z[len(t) - keep:]
+        return out_t, out_z
+
+
 class PkmPipeline:
     def __init__(self, params: dict):
         self.p = params
@@ -86,13 +126,20 @@ class PkmPipeline:
         if not (sigma.shape == (3, 6) and np.isfinite(sigma).all() and (sigma >= 0).all()):
             raise ConfigError(f'state_noise_std.* must be 3 x 6 finite values >= 0, got {sigma.tolist()}')
         self.state_sigma = sigma if (sigma > 0).any() else None     # None: scalar R^e, the unweighted filter
+        if self.state_sigma is not None and params['parallel_filter_hz'] > 0:
+            raise ConfigError('state_noise_std.* (white-noise errors-in-variables weighting) needs '
+                              'parallel_filter_hz: 0 (the filter colours the noise R_k assumes white)')
         self.h = int(params['derivative_half_window'])
+        self.order = int(params['derivative_order'])
+        if self.order >= 2 * self.h + 1:
+            raise ConfigError(f"derivative_order {self.order} needs derivative_half_window >= {self.order // 2 + 1} "
+                              f"(a degree-{self.order} fit needs more than {self.order} samples)")
         self.buffer = RingBuffer(params['buffer_capacity'], 18)
         self.gate = StampGate(params['time_jump_threshold'])
         self.joint_names = list(params['joint_names'])
         self._index_cache: dict = {}
         self.counts = {'joint_missing': 0, 'joint_state_malformed': 0, 'rejected_kinematics': 0,
-                       'window_restarts': 0, 'resets_time_jump': 0, 'samples_used': 0, 'frozen_skipped': 0}
+                       'window_restarts': 0, 'hole_skipped': 0, 'resets_time_jump': 0, 'samples_used': 0, 'frozen_skipped': 0}
         self.frozen = False
         self.last_error = ''
         self.reset()
@@ -119,6 +166,11 @@ class PkmPipeline:
         self.innov = deque(maxlen=self.p['nis_window'])
         self.history: deque = deque(maxlen=self.p['history_window'])
         self.history_std: deque = deque(maxlen=self.p['history_window'])
+        # friction columns always enter the moments: the omitted-regressor test of unmodelled strut friction
+        self.moments = BlockMoments(20, self.p['trust_block'])
+        self._n_snap = 0                    # used samples at the last convergence snapshot
+        fc = self.p['parallel_filter_hz']
+        self.pfilter = StreamingParallelFilter(fc) if fc > 0 else None
         self.stamp_ns = 0
         self.pred = None
         self.counts_used = 0
@@ -240,16 +292,19 @@ class PkmPipeline:
         x = self._win_x
         win = ks[:, None] + np.arange(-h, h + 1)[None, :]
         T = (t[win] - t[ks][:, None]) * 1e-9
-        V = np.stack([np.ones_like(T), T, T * T], axis=2)                      # (K, w, 3)
-        G = np.linalg.inv(np.swapaxes(V, 1, 2) @ V) @ np.swapaxes(V, 1, 2)      # (K, 3, w)
+        dT = np.diff(T, axis=1)
+        spans_hole = dT.max(axis=1) > 3.0 * np.median(dT, axis=1)   # no derivative across a hole in the record
+        if spans_hole.any():
+            self.counts['hole_skipped'] += int(spans_hole.sum())
+            ks, win, T = ks[~spans_hole], win[~spans_hole], T[~spans_hole]
+            if not len(ks):
+                return
+        G = local_polynomial_weights(T, self.order)                            # (K, 3, w): value, d/dt, d2/dt2
         L = x[ks, 0:6]
-        Lw = x[win, 0:6]
-        coefL = G @ Lw                                                         # (K, 3, 6)
-        vel = x[ks, 6:12]
-        have_v = np.isfinite(x[win, 6:12]).all(axis=(1, 2)) & bool(self.p['use_measured_velocity'])
-        Ld = np.where(have_v[:, None], vel, coefL[:, 1])
-        coefV = G @ np.where(np.isfinite(x[win, 6:12]), x[win, 6:12], 0.0)
-        Ldd = np.where(have_v[:, None], coefV[:, 1], 2.0 * coefL[:, 2])
+        coefL = G @ x[win, 0:6]                                                # (K, 3, 6)
+        have_v = np.isfinite(x[ks, 6:12]).all(axis=1) & bool(self.p['use_measured_velocity'])
+        Ld = np.where(have_v[:, None], x[ks, 6:12], coefL[:, 1])
+        Ldd = coefL[:, 2]                       # always from the positions (a noisy velocity channel diverges)
         F = x[ks, 12:18]
         q, ok = K.forward_kinematics(self.machine, L, q0=self._q_last)
         lo_s, hi_s = self.machine.stroke
@@ -264,13 +319,24 @@ class PkmPipeline:
         self._use_samples(q, qd, qdd, F, L, stamps)
 
     def _use_samples(self, q, qd, qdd, F, L, stamps) -> None:
-        """Regressor and UKF updates of accepted samples: pose q, rates qd, accelerations qdd, forces F [N]."""
-        Y = D.regressor(self.machine, q, qd, qdd, friction=self.friction, friction_model=self.p['friction_model'])
-        good = np.isfinite(Y).all(axis=(1, 2)) & np.isfinite(F).all(1)
+        """Regressor and UKF updates of accepted samples: pose q, rates qd, accelerations qdd, forces F [N].
+        The 20-column regressor (strut friction columns included even when friction is not estimated: the
+        omitted-regressor test) goes into the block moments with the weight the UKF gives each sample."""
+        Y20 = D.regressor(self.machine, q, qd, qdd, friction=True, friction_model=self.p['friction_model'])
+        good = np.isfinite(Y20).all(axis=(1, 2)) & np.isfinite(F).all(1)
         self.counts['rejected_kinematics'] += int((~good).sum())
-        Y, F, L, stamps = Y[good], F[good], L[good], stamps[good]
+        Y20, F, L, stamps = Y20[good], F[good], L[good], stamps[good]
         if not len(F):
             return
+        n = len(self.names)
+        self.stamp_ns = int(stamps[-1])
+        self.pred = (int(stamps[-1]), Y20[-1, :, :n], L[-1].copy())     # newest sample: feed-forward prediction
+        if self.pfilter is not None:                 # parallel filtering: Y and F through the same kernel
+            st, Z = self.pfilter(stamps, np.concatenate([Y20.reshape(len(F), -1), F], axis=1))
+            Y20, F = Z[:, :120].reshape(-1, 6, 20), Z[:, 120:]
+            if not len(F):
+                return
+        Y = Y20[:, :, :n]
         seq = self._seq + np.arange(len(F))
         self._seq += len(F)
         use = (seq % self.p['decimation']) == 0
@@ -285,49 +351,197 @@ class PkmPipeline:
                     self.machine, self.theta0, q[u], qd[u], qdd[u], self.state_sigma,
                     force_var=self.p['measurement_std'] ** 2, friction=self.friction,
                     friction_model=self.p['friction_model'])
+            every = self.p['trust_block']
             for k in np.flatnonzero(use):
                 if self.ukf.update(F[k], Y[k], None if Rk is None else Rk[k])[0]:
                     self.nis.append(float(self.ukf.nis[0]))
                     self.innov.append(self.ukf.innovation[0].copy())
+                self._n_snap += 1
+                if self._n_snap == every:            # convergence snapshot: every trust_block used samples
+                    self._n_snap = 0
+                    self.history.append(self.ukf.theta[0].copy())
+                    self.history_std.append(self.ukf.std[0].copy())
             self.info.add(Y[use], F[use], self.theta0)
+            W = np.linalg.inv(Rk[use]) if Rk is not None else np.linalg.inv(self.ukf.R)
+            self.moments.add(Y20[use], F[use], W)
         n_used = int(use.sum())
         self.counts['samples_used'] += n_used
         self.counts_used += n_used
-        self.stamp_ns = int(stamps[-1])
-        self.pred = (int(stamps[-1]), Y[-1], L[-1].copy())     # newest sample: feed-forward prediction
 
     # ------------------------------------------------------------------ output
-    def estimate(self) -> PkmEstimate:
-        f = self.ukf
-        theta, std = f.theta[0].copy(), f.std[0].copy()
-        std0 = np.sqrt(self.P0)
-        excitation = np.clip(1.0 - (std / std0) ** 2, 0.0, 1.0)
-        fl = make_flags(self.names, theta, std, excitation, f.active, converged_rel=self.p['converged_rel_std'])
-        warnings = []
-        if self.info.scale_ambiguous():
-            warnings.append(SCALE_WARNING)
-            fl = [RATIO_ONLY if x in ('identified', 'converging') else x for x in fl]
-        self.history.append(theta)
-        self.history_std.append(std)
-        judged = [x in ('identified', 'converging') for x in fl]
-        nis_mean = float(np.mean(self.nis)) if self.nis else float('nan')
-        checks = []                                  # model adequacy first: it explains a failed convergence
-        if len(self.nis) >= 10:
-            checks.append(trust.nis_check(nis_mean, dof=6, n=len(self.nis)))
-        if any(judged) and len(self.history) >= 8:
-            checks.append(trust.convergence(self.names, np.array(self.history), np.array(self.history_std),
-                                            check=judged))
-        bad = trust.first_failure(checks)
-        if not any(judged):
-            status = 'no parameter is excited by the motion yet' if not warnings else warnings[0]
-        elif len(self.history) < 8:
-            status = 'not converged: too few estimates yet'
+    def _honest(self, theta_f: np.ndarray, P: np.ndarray, free: np.ndarray) -> dict:
+        """Values and honest covariance of the ``free`` parameters with the other active ones held at the prior.
+
+        Values: the filter's posterior conditioned on theta_u = theta0_u (exact for the linear-Gaussian model:
+        the estimate the UKF gives when those parameters never moved). Covariance (trust.covariance.combine):
+        own = the conditioned filter covariance; sandwich = Lam^-1 (k M + P0^-1) Lam^-1 with Lam = P0^-1 + H
+        (H = sum Y^T R^-1 Y, what the filter counts), M the batch-means HAC covariance of the scores at the
+        estimate (BlockMoments.score_covariance) and k = B / (B - 1) for the estimated mean score of B blocks;
+        bias = S P0_u S^T, S = Lam^-1 H_eu: what holding the other parameters at an uncertain prior does."""
+        n = len(self.names)
+        act = self.ukf.active
+        e = np.flatnonzero(free)
+        u = np.flatnonzero(act & ~free)
+        theta = theta_f.copy()
+        own = P[np.ix_(e, e)]
+        if len(u):
+            K = np.linalg.solve(P[np.ix_(u, u)], P[np.ix_(u, e)]).T
+            theta[e] = theta_f[e] - K @ (theta_f[u] - self.theta0[u])
+            theta[u] = self.theta0[u]
+            own = own - K @ P[np.ix_(u, e)]
+        t20 = np.zeros(20)
+        t20[:n] = theta
+        M, B = self.moments.score_covariance(t20)
+        A, _, _, _ = self.moments.totals()
+        p0i = np.diag(1.0 / self.P0[e])
+        lam_inv = np.linalg.inv(p0i + A[np.ix_(e, e)])
+        k = B / (B - 1.0) if B > len(e) + 2 else np.inf        # M needs more blocks than parameters
+        if np.isfinite(k):
+            sand = lam_inv @ (k * M[np.ix_(e, e)] + p0i) @ lam_inv
+            clamp = None
+            if len(u):                           # the held parameters are uncertain by their prior
+                Sx = lam_inv @ A[np.ix_(e, u)]
+                clamp = Sx @ np.diag(self.P0[u]) @ Sx.T
+            cov = combine(own, sandwich=sand, bias=clamp).covariance
         else:
-            status = bad.reason if bad is not None else (warnings[0] if warnings else 'ok')
-        valid = status == 'ok'
-        if not valid:                                # an untrusted estimate identifies nothing
-            fl = ['converging' if x == 'identified' else x for x in fl]
-        exc = np.flatnonzero(excitation > 0.19)
+            cov = own                            # too few blocks to know the model-error scale yet (not valid)
+        return {'theta': theta, 'cov': cov, 'e': e, 'blocks': B, 'scale_known': bool(np.isfinite(k))}
+
+    def _friction_check(self, theta: np.ndarray, free: np.ndarray):
+        """Omitted-regressor (Wald) test of unmodelled strut friction when it is not estimated: the 12 friction
+        columns are appended to the free parameters in the block moments; their coefficients' Wald statistic
+        with the HAC covariance against chi^2_12 (alpha 1e-3), and only when the friction would move a free
+        parameter by more than its own sigma."""
+        if self.friction:
+            return None
+        e = np.flatnonzero(free)
+        aug = np.concatenate([e, np.arange(8, 20)])
+        A, c, _, _ = self.moments.totals()
+        t0 = np.zeros(20)
+        t0[:len(theta)] = theta
+        p0 = np.concatenate([self.P0[e], np.full(12, 1e12)])
+        lam = np.diag(1.0 / p0) + A[np.ix_(aug, aug)]
+        rhs = c[aug] - A[np.ix_(aug, np.setdiff1d(np.arange(20), aug))] @ t0[np.setdiff1d(np.arange(20), aug)]
+        rhs[:len(e)] += self.theta0[e] / self.P0[e]
+        try:
+            sol = np.linalg.solve(lam, rhs)
+        except np.linalg.LinAlgError:
+            return None
+        t20 = t0.copy()
+        t20[aug] = sol
+        M, B = self.moments.score_covariance(t20)
+        if B <= len(aug) + 2:
+            return None
+        li = np.linalg.inv(lam)
+        C = li @ ((B / (B - 1.0)) * M[np.ix_(aug, aug)]) @ li
+        fr = sol[len(e):]
+        Cf = C[len(e):, len(e):]
+        try:
+            wald = float(fr @ np.linalg.solve(Cf, fr))
+        except np.linalg.LinAlgError:
+            return None
+        from scipy.stats import chi2
+        pv = float(chi2.sf(wald, 12))
+        shift = np.abs(sol[:len(e)] - theta[e]) / np.sqrt(np.maximum(np.diag(C)[:len(e)], 1e-300))
+        if pv < 1e-3 and shift.max() > 1.0:
+            j = e[int(np.argmax(shift))]
+            return trust.Check(False, f'{trust.MISMATCH}: unmodelled strut friction (omitted-regressor test '
+                                      f'chi2_12 = {wald:.3g}, p = {pv:.2g}; it moves {self.names[j]} by '
+                                      f'{shift.max():.1f} sigma): set estimate_friction: true',
+                               'omitted_regressor', wald, pv)
+        return trust.Check(True, 'ok', 'omitted_regressor', wald, pv)
+
+    def estimate(self) -> PkmEstimate:
+        """The published estimate: identifiability against the model-error scale, honest covariance, verdict.
+
+        A parameter is excited when its honest posterior sigma (residual-based, see ``_honest``) is below
+        0.9 x its prior sigma; the others are 'not_excited', held at the prior (value theta_0, sigma the
+        prior's) and the excited ones are re-solved without them (iterated until no flag changes).
+        Identified: excited, sigma <= converged_rel_std |value| and the verdict (trust.verdict.judge with
+        the convergence over sample-driven snapshots and the unmodelled-friction test) is valid."""
+        f = self.ukf
+        n = len(self.names)
+        theta_f, P = f.theta[0].copy(), f.P[0].copy()
+        std0 = np.sqrt(self.P0)
+        act = f.active.copy()
+        own_exc = act & (np.diag(P) <= 0.81 * self.P0)           # the filter's own view (measurement_std)
+        ambiguous = self.info.scale_ambiguous()
+        free = own_exc.copy() if not ambiguous else np.zeros(n, bool)
+        h = None
+        for _ in range(n):
+            if not free.any():
+                h = None
+                break
+            h = self._honest(theta_f, P, free)
+            sig = np.sqrt(np.diag(h['cov']))
+            weak = sig >= 0.9 * std0[h['e']]
+            if not weak.any():
+                break
+            free[h['e'][weak]] = False
+        theta = np.where(act, self.theta0, theta_f)
+        cov = P.copy()
+        cov[np.ix_(act, act)] = np.diag(self.P0[act])
+        if ambiguous:                                # free fall: only ratios; the filter's values, flagged
+            theta, cov = theta_f.copy(), P.copy()
+        elif h is not None:
+            theta[h['e']] = h['theta'][h['e']]
+            cov[np.ix_(h['e'], h['e'])] = h['cov']
+        cov[np.ix_(act, ~act)] = 0.0
+        cov[np.ix_(~act, act)] = 0.0
+        std = np.sqrt(np.diag(cov))
+        excitation = np.clip(1.0 - (std / std0) ** 2, 0.0, 1.0) * free
+        fl = []
+        for j in range(n):
+            if not act[j]:
+                fl.append(PRIOR_ONLY)
+            elif ambiguous:
+                fl.append(RATIO_ONLY if own_exc[j] else NOT_EXCITED)
+            elif not free[j]:
+                fl.append(NOT_EXCITED)
+            elif std[j] <= self.p['converged_rel_std'] * abs(theta[j]):
+                fl.append(IDENTIFIED)
+            else:
+                fl.append(CONVERGING)
+        warnings = [SCALE_WARNING] if ambiguous else []
+        judged = [x in (IDENTIFIED, CONVERGING) for x in fl]
+        nis_mean = float(np.mean(self.nis)) if self.nis else float('nan')
+        if len(self.nis) >= 10:
+            c = trust.nis_check(nis_mean, dof=6, n=len(self.nis))
+            if not c.ok:                             # measurement_std sets the gain only; sigma is residual-based
+                warnings.append(f'measurement_std does not match the residuals ({c.reason}); the published sigma '
+                                'is residual-based')
+        tested = free if free.any() else own_exc
+        fric = self._friction_check(np.where(free, theta, theta_f), tested) if tested.any() and not ambiguous \
+            else None
+        checks = [fric]
+        if any(judged) and len(self.history) >= 8:
+            hist = np.array(self.history)
+            hist_std = np.array(self.history_std)
+            own = np.sqrt(np.maximum(np.diag(P), 1e-300))
+            hist_std = hist_std * np.maximum(1.0, std / own)          # the honest scale of the final sigma
+            checks.append(trust.convergence(self.names, hist, hist_std, check=judged))
+        if ambiguous:
+            prior_ok, prior_reason = False, SCALE_WARNING
+        elif fric is not None and not fric.ok:       # unmodelled friction explains why nothing stands out
+            prior_ok, prior_reason = False, fric.reason
+        elif not any(judged):
+            prior_ok, prior_reason = False, 'no parameter is excited by the motion yet'
+        elif h is None or not h['scale_known']:
+            prior_ok, prior_reason = False, 'not converged: too few samples for a residual-based sigma yet'
+        elif len(self.history) < 8:
+            prior_ok, prior_reason = False, 'not converged: too few estimates yet'
+        else:
+            prior_ok, prior_reason = True, 'ok'
+        jn = [self.names[j] for j in range(n) if judged[j]]
+        jidx = [j for j in range(n) if judged[j]]
+        verdict = judge(jn, theta[jidx], cov[np.ix_(jidx, jidx)], flags=[fl[j] == IDENTIFIED for j in jidx],
+                        required=(), positive=jn, checks=checks, prior_valid=prior_ok, prior_reason=prior_reason)
+        valid, status = verdict.valid, verdict.reason
+        for j, ok in zip(jidx, verdict.identified):
+            if fl[j] == IDENTIFIED and (not ok or not valid):   # an untrusted estimate identifies nothing
+                fl[j] = CONVERGING
+        warnings.extend(verdict.notes)
+        exc = np.flatnonzero(free)
         cond = float('inf')
         if len(exc):
             sc = np.abs(theta[exc]) + 1e-300
@@ -335,8 +549,8 @@ class PkmPipeline:
             cond = float(lam[-1] / lam[0]) if lam[0] > 0 else float('inf')
         innov = np.array(self.innov) if self.innov else np.zeros((0, 6))
         rms = float(np.sqrt((innov ** 2).mean())) if len(innov) else float('nan')
-        pred_stamp, pred, lengths = (self.pred[0], self.pred[1] @ theta, self.pred[2]) if self.pred else (0, None, None)
-        return PkmEstimate(self.names, self.units, theta, std, f.P[0].copy(), fl, excitation, self.stamp_ns,
+        pred_stamp, pred, lengths = (self.pred[0], self.pred[1] @ theta_f, self.pred[2]) if self.pred else (0, None, None)
+        return PkmEstimate(self.names, self.units, theta, std, cov, fl, excitation, self.stamp_ns,
                            self.counts_used, valid, status, rms, cond, nis_mean, warnings,
                            pred_stamp, pred, lengths,
                            [self.names[i] for i in np.flatnonzero(f.active)], self.frozen)
