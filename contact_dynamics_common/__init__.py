@@ -1,12 +1,21 @@
-"""contact_dynamics_common: the one home of what the three packages share, one sub-package per job:
+"""contact_dynamics_common: the one home of what the three packages share, one sub-package per job.
 
+Listed top-down: a sub-package imports only those below it (``test/test_import_graph.py`` checks that the
+graph has no circle):
+
+- ``cli``: the ``contact-dynamics`` command (``main``), run-bag as a function (``run``: ``run_bag``,
+  ``load_offline_nodes``), the fleet ``batch`` on Dask and the run-bag ``report``;
+- ``offline``: offline replay (``replay``, the engine and the offline node protocol; ``node``, their base);
+- ``ros``: the ROS 2 side (``node`` base, ``params`` specs, ``qos``, ``meters``, ``env``, ``fill``, ``play``);
+- ``bag``: rosbag2 I/O, one ``BagReader`` facade over the MCAP, sqlite3 and ROS 1 storages, ``BagWriter``;
+- ``messages``: message definitions, CDR encoders, numpy columns of messages;
 - ``signal``: signal conditioning (derivatives, filters, stamp gate, ring buffers);
 - ``trust``: trust checks every estimator's verdict uses, and the randomized calibration runner;
-- the rosbag2 I/O, the ROS node base and parameters, offline replay, reports and the ``contact-dynamics``
-  command line.
+- ``registry`` (the plug-ins of the capability packages) and ``paths`` (where ``config/`` is).
 
 It imports no capability package. Modules that moved into a sub-package keep their old import path for one
-release: ``contact_dynamics_common.<old>`` is the same module object as its new home (``_MOVED`` below).
+release: ``contact_dynamics_common.<old>`` is the same module object as its new home (``_MOVED`` below), and
+``python -m contact_dynamics_common.<old>`` runs the new home.
 """
 from __future__ import annotations
 
