@@ -1,7 +1,7 @@
-"""The machine record of a 6-UPS Stewart-Gough platform: joints, strut mass layout, gravity, home pose, inertia.
+"""The machine record of a 6-UPS Stewart-Gough platform: joints, strut masses, gravity, home pose, inertia.
 
-Plain data, no I/O and no kinematics: ``geometry.py`` loads and checks it from YAML, ``kinematics.py`` computes
-with it. Lengths in m, angles in rad (z-x-z Euler), gravity in m/s^2, inertia in the
+Plain data, no I/O and no kinematics: ``geometry.py`` loads and checks it from YAML, ``kinematics.py``
+computes with it. Lengths in m, angles in rad (z-x-z Euler), gravity in m/s^2, inertia in the
 12-parameter form of ``INERTIA_NAMES_12`` (kg, kg m^2).
 """
 from __future__ import annotations

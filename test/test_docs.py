@@ -5,8 +5,9 @@ every example of the README's package section runs.
   (relative to the page), and a ``#anchor`` names a heading of the target page (GitHub's slug rules);
 - README.md has at most 200 lines; doc/ has one page per registered node (offline nodes and the node
   executables of setup.py) and doc/cli.md;
-- the ``bash`` and ``python`` blocks under "## The packages" in README.md run as written (``/tmp/`` paths moved
-  into a temporary directory; ``contact-dynamics`` as ``python -m contact_dynamics_common.cli``) and exit 0.
+- the ``bash`` and ``python`` blocks under "## The packages" in README.md run as written (``/tmp/`` paths
+  moved into a temporary directory; ``contact-dynamics`` as ``python -m contact_dynamics_common.cli``) and
+  exit 0.
 """
 import os
 import re
@@ -84,7 +85,8 @@ def test_link_checker_sees_broken_links_and_anchors(tmp_path):
 def test_readme_is_a_front_door():
     lines = (ROOT / 'README.md').read_text().splitlines()
     assert len(lines) <= 200, f'README.md has {len(lines)} lines'
-    assert '## The two commands' in lines and 'make demo' in '\n'.join(lines) and 'make test' in '\n'.join(lines)
+    text = '\n'.join(lines)
+    assert '## The two commands' in lines and 'make demo' in text and 'make test' in text
 
 
 def test_one_page_per_node_and_one_for_the_cli():
@@ -116,8 +118,8 @@ def test_readme_examples_run(tmp_path):
     for lang, code in readme_examples():
         code = code.replace('/tmp/', f'{tmp_path}/')
         if lang == 'python':
-            proc = subprocess.run([sys.executable, '-c', code], cwd=ROOT, env=env, capture_output=True, text=True,
-                                  timeout=300)
+            proc = subprocess.run([sys.executable, '-c', code], cwd=ROOT, env=env, capture_output=True,
+                                  text=True, timeout=300)
             assert proc.returncode == 0, f'{code}\n{proc.stderr}'
             continue
         for line in code.splitlines():
@@ -126,7 +128,8 @@ def test_readme_examples_run(tmp_path):
                 continue
             argv = shlex.split(line)
             assert argv[0] == 'contact-dynamics', line
-            proc = subprocess.run(cli + argv[1:], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+            proc = subprocess.run(cli + argv[1:], cwd=ROOT, env=env, capture_output=True, text=True,
+                                  timeout=600)
             assert proc.returncode == 0, f'{line}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}'
 
 

@@ -53,13 +53,14 @@ def moved_aliases(files: dict[str, Path]) -> dict[str, str]:
 
 
 class Import:
-    """One import edge: ``source`` imports ``target`` at ``line``; ``names`` are the names it takes from it."""
+    """One import edge: ``source`` imports ``target`` at ``line``, taking ``names`` from it."""
 
     def __init__(self, source: str, target: str, line: int, names: tuple[str, ...] = ()):
         self.source, self.target, self.line, self.names = source, target, line, names
 
     def __repr__(self):
-        return f'{self.source}:{self.line} -> {self.target}' + (f' ({", ".join(self.names)})' if self.names else '')
+        names = f' ({", ".join(self.names)})' if self.names else ''
+        return f'{self.source}:{self.line} -> {self.target}{names}'
 
 
 def _resolve(name: str, files: dict[str, Path], aliases: dict[str, str]) -> str | None:
@@ -76,7 +77,8 @@ def _absolute(module: str, is_package: bool, level: int, name: str | None) -> st
     return '.'.join(base + ([name] if name else []))
 
 
-def imports_of(module: str, files: dict[str, Path], aliases: dict[str, str]) -> tuple[list[Import], list[str]]:
+def imports_of(module: str, files: dict[str, Path], aliases: dict[str, str]
+               ) -> tuple[list[Import], list[str]]:
     """The import edges of one module and the private names it takes from other modules (one line each)."""
     path = files[module]
     tree = ast.parse(path.read_text(), filename=str(path))
@@ -110,7 +112,8 @@ def imports_of(module: str, files: dict[str, Path], aliases: dict[str, str]) -> 
     for node in ast.walk(tree):
         if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound
                 and _is_private(node.attr) and bound[node.value.id] != module):
-            private.append(f'{module}:{node.lineno} uses {node.value.id}.{node.attr} of {bound[node.value.id]}')
+            owner = bound[node.value.id]
+            private.append(f'{module}:{node.lineno} uses {node.value.id}.{node.attr} of {owner}')
     return edges, private
 
 
@@ -130,7 +133,7 @@ def import_graph(root: Path = ROOT) -> tuple[dict[str, list[Import]], list[str]]
 
 
 def circles(graph: dict[str, list[Import]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan), plus modules importing themselves."""
+    """Strongly connected components of more than one module (Tarjan), plus modules importing themselves."""
     index, low, on_stack, stack, out = {}, {}, set(), [], []
     counter = [0]
 
@@ -227,7 +230,8 @@ def test_checker_follows_aliases_and_finds_private_names(tmp_path):
     assert len(private) == 2 and all('contact_dynamics_common.new.mod' in p for p in private)
 
 
-@pytest.mark.parametrize('source', ['from . import b\n', 'from .b import c\n', 'import pkm_identification.b\n'])
+@pytest.mark.parametrize('source', ['from . import b\n', 'from .b import c\n',
+                                    'import pkm_identification.b\n'])
 def test_checker_resolves_each_import_form(tmp_path, source):
     root = _tree(tmp_path, {'pkm_identification/a.py': source,
                             'pkm_identification/b.py': 'c = 1\n'})

@@ -94,8 +94,8 @@ def test_console_script_target_is_the_cli_main():
 def test_python_m_of_an_old_module_path_runs_the_new_module(old, new):
     """``python -m contact_dynamics_common.play`` (scripts and other packages' tests start the player so) runs
     the moved module as ``__main__``, with the same result as its new path."""
-    runs = [subprocess.run([sys.executable, '-m', f'contact_dynamics_common.{m}', '--help'], capture_output=True,
-                           text=True, timeout=120, cwd=ROOT) for m in (old, new)]
+    runs = [subprocess.run([sys.executable, '-m', f'contact_dynamics_common.{m}', '--help'],
+                           capture_output=True, text=True, timeout=120, cwd=ROOT) for m in (old, new)]
     assert [r.returncode for r in runs] == [0, 0], runs[0].stderr
     assert runs[0].stdout == runs[1].stdout and 'usage: contact-dynamics play' in runs[0].stdout
 
@@ -112,9 +112,9 @@ def test_run_bag_through_python_m_equals_the_function(tmp_path):
     assert main(['simulate', 'contact-1dof', '--out', str(bag), '--duration', '3', '--seed', '3']) == 0
     config = str(ROOT / 'config' / 'contact_estimator.yaml')
     out_cli = tmp_path / 'cli' / 'out'
-    proc = subprocess.run([sys.executable, '-m', 'contact_dynamics_common.cli', 'run-bag', str(bag), '--config',
-                           config, '--out', str(out_cli), '--quiet'], capture_output=True, text=True, timeout=300,
-                          cwd=ROOT)
+    argv = ['run-bag', str(bag), '--config', config, '--out', str(out_cli), '--quiet']
+    proc = subprocess.run([sys.executable, '-m', 'contact_dynamics_common.cli', *argv], capture_output=True,
+                          text=True, timeout=300, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert 'estimates written to' in proc.stdout
     out_fn = tmp_path / 'function' / 'out'        # same name: it is written into the bag

@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         diff = [f'{n} {p} {f}' for n in result for p in result[n]
                 for f in set(result[n][p]) | set(before.get(n, {}).get(p, {}))
                 if result[n][p].get(f) != before.get(n, {}).get(p, {}).get(f)]
-        print('identical to ' + str(args.against) if not diff else 'DIFFERENT:\n  ' + '\n  '.join(sorted(diff)))
+        print(f'identical to {args.against}' if not diff else 'DIFFERENT:\n  ' + '\n  '.join(sorted(diff)))
         return 1 if diff else 0
     return 0
 

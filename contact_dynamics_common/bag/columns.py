@@ -32,7 +32,8 @@ class ColumnReader:
     {topic: type name} of the bag; ``path``: the bag, for messages.
     """
 
-    def __init__(self, files: list[Any], topics: dict[str, str], path: Path, decoders: MessageDecoders) -> None:
+    def __init__(self, files: list[Any], topics: dict[str, str], path: Path,
+                 decoders: MessageDecoders) -> None:
         self.files, self.topics, self.path, self.decoders = files, topics, path, decoders
 
     def columns_many(self, topics: Iterable[str] | None = None, *, fast: bool = True
@@ -154,5 +155,6 @@ class ColumnReader:
         with guard(self.path):
             cols = fixed_layout_columns(spec, data) if fast else None
             if cols is None:
-                cols = msgconv.columns_from_messages(self.topics[topic], self.decoders.decode_all(data), data.log_ns)
+                cols = msgconv.columns_from_messages(self.topics[topic], self.decoders.decode_all(data),
+                                                     data.log_ns)
         return cols

@@ -38,4 +38,5 @@ class MessageDecoders:
 
     def decode_all(self, data: Collected) -> list[Any]:
         """Every message of one topic's collected pieces, decoded, in log-time order."""
-        return [self.decoder(schema)(payload) for schema, payload in zip(data.schemas_in_order(), data.payloads())]
+        return [self.decoder(schema)(payload)
+                for schema, payload in zip(data.schemas_in_order(), data.payloads())]

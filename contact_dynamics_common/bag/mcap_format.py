@@ -23,8 +23,8 @@ from mcap.records import Channel, Metadata, Schema
 
 from .records import BagError
 
-__all__ = ['CHUNK_HEAD', 'CORRUPTION', 'DATA_END', 'FOOTER', 'MAGIC', 'MESSAGE_DATA', 'RECORD_HEAD', 'RECORD_NAMES',
-           'decompress', 'decompress_prefix', 'guard', 'parse_record', 'plausible_chunk', 'rosbag2_record',
+__all__ = ['CHUNK_HEAD', 'CORRUPTION', 'DATA_END', 'FOOTER', 'MAGIC', 'MESSAGE_DATA', 'RECORD_HEAD',
+           'RECORD_NAMES', 'decompress', 'decompress_prefix', 'guard', 'parse_record', 'plausible_chunk', 'rosbag2_record',
            'walk_records']
 
 CORRUPTION = (McapError, struct.error, ValueError, IndexError, KeyError, EOFError, UnicodeDecodeError,

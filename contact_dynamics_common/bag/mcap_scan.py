@@ -16,8 +16,8 @@ from mcap.records import Channel, ChunkIndex, Schema, Statistics
 from mcap.summary import Summary
 
 from .mcap_chunks import ChunkReader
-from .mcap_format import (CHUNK_HEAD, CORRUPTION, DATA_END, FOOTER, MAGIC, MESSAGE_DATA, RECORD_HEAD, RECORD_NAMES,
-                          parse_record, plausible_chunk, rosbag2_record, walk_records)
+from .mcap_format import (CHUNK_HEAD, CORRUPTION, DATA_END, FOOTER, MAGIC, MESSAGE_DATA, RECORD_HEAD,
+                          RECORD_NAMES, parse_record, plausible_chunk, rosbag2_record, walk_records)
 from .records import BagError, Piece, gather
 
 __all__ = ['SummaryScan']
@@ -32,6 +32,7 @@ class SummaryScan:
 
     def __init__(self, chunks: ChunkReader, rosbag2_info: dict[str, Any] | None = None) -> None:
         self.chunks = chunks
+        self._note = chunks.note                      # damage goes to the chunk reader's record
         self.path, self.size = chunks.path, chunks.size
         self.loose: Piece | None = None               # messages outside chunks
         self.rosbag2_info = rosbag2_info
@@ -43,7 +44,7 @@ class SummaryScan:
         summary = Summary()
         if magic != MAGIC:
             if len(magic) < 8 and MAGIC.startswith(magic):        # cut before any record: nothing to read
-                self.chunks.note(0, 'truncated', f'the file ({self.size} bytes) ends before its first record')
+                self._note(0, 'truncated', f'the file ({self.size} bytes) ends before its first record')
                 summary.statistics = Statistics(
                     attachment_count=0, channel_count=0, channel_message_counts={}, chunk_count=0,
                     message_count=0, message_end_time=0, message_start_time=0, metadata_count=0,
@@ -61,7 +62,7 @@ class SummaryScan:
             head = f.read(9)
             if len(head) < 9:
                 what = 'ends without a summary or footer' if not head else 'ends inside a record header'
-                self.chunks.note(pos, 'truncated', f'the file ({self.size} bytes) {what}', last_good_ns=last[0])
+                self._note(pos, 'truncated', f'the file ({self.size} bytes) {what}', last_good_ns=last[0])
                 break
             opcode, length = RECORD_HEAD.unpack(head)
             avail = self.size - pos - 9
@@ -70,10 +71,10 @@ class SummaryScan:
                 nxt = self._resync(f, max(trusted_end, seen_chunk + 1))
                 if nxt is None:
                     kind = 'truncated' if problem_here.startswith('the file ends') else 'corrupt'
-                    self.chunks.note(pos, kind, f'{problem_here}: nothing readable after it', last_good_ns=last[0])
+                    self._note(pos, kind, f'{problem_here}: nothing readable after it', last_good_ns=last[0])
                     break
                 start = min(trusted_end, pos)
-                self.chunks.note(start, 'corrupt', f'{problem_here} at byte {pos}; {nxt - start} bytes from byte '
+                self._note(start, 'corrupt', f'{problem_here} at byte {pos}; {nxt - start} bytes from byte '
                            f'{start} skipped, reading resumes at the chunk at byte {nxt}',
                            last_good_ns=last[0])
                 pos = trusted_end = nxt
@@ -82,7 +83,7 @@ class SummaryScan:
             if opcode in (DATA_END, FOOTER):
                 if problem is not None:
                     cause = problem.__cause__ or problem
-                    self.chunks.note(pos, 'summary', f'summary section unreadable ({type(cause).__name__}); all '
+                    self._note(pos, 'summary', f'summary section unreadable ({type(cause).__name__}); all '
                                f'data records before it are intact', lost_messages=0, last_good_ns=last[0])
                 break
             body = f.read(min(length, avail))
@@ -96,7 +97,7 @@ class SummaryScan:
                     self._add_record(rec, summary, metadata)
                     good = True
                 except CORRUPTION as e:
-                    self.chunks.note(pos, 'corrupt', f'unreadable record (opcode 0x{opcode:02x}: {e})',
+                    self._note(pos, 'corrupt', f'unreadable record (opcode 0x{opcode:02x}: {e})',
                                last_good_ns=last[0])
             elif opcode == 0x05 and length >= MESSAGE_DATA - 9:
                 cid, _, log_ns = struct.unpack_from('<HIQ', body, 0)
@@ -120,7 +121,7 @@ class SummaryScan:
         unknown = sorted(set(counts) - set(summary.channels))
         if unknown:                           # channel or schema records were in a lost chunk
             lost = sum(counts.pop(c) for c in unknown)
-            self.chunks.note(self.size, 'corrupt', f'{lost} intact messages of channels {unknown} left out: their '
+            self._note(self.size, 'corrupt', f'{lost} intact messages of channels {unknown} left out: their '
                        f'channel or schema records were lost', lost_messages=lost)
         summary.statistics = Statistics(
             message_count=sum(counts.values()), schema_count=len(summary.schemas),
@@ -188,7 +189,7 @@ class SummaryScan:
             return False
         offsets, other, end = walk_records(buf)
         if end != len(buf) and damage is None:
-            damage = self.chunks.note(pos, 'corrupt', f'the records of this chunk break at byte {end} of '
+            damage = self._note(pos, 'corrupt', f'the records of this chunk break at byte {end} of '
                                 f'{len(buf)} (no CRC to detect it); the {len(offsets)} messages before '
                                 f'are kept')
         for opcode, p, n in other:

@@ -6,8 +6,9 @@ type_description_hash), ``messages`` (id, topic_id, timestamp, data) and, in new
 an MCAP message, so ``Db3File`` offers what ``mcap.McapFile`` offers (a summary of channels, schemas and
 statistics; ``iter_pieces``; ``iter_raw``) and ``BagReader`` builds the same columns with the same columnar
 decoder. Message definitions: the file's own when recorded (``message_definitions``), else the installed
-interfaces (``messages.definitions``), else the ``rosbags`` type store of ROS 2 Kilted. Payloads compressed per message
-(``compression_mode: message``, zstd) are decompressed; a whole-file compressed ``.db3.zstd`` is refused.
+interfaces (``messages.definitions``), else the ``rosbags`` type store of ROS 2 Kilted. Payloads compressed per
+message (``compression_mode: message``, zstd) are decompressed; a whole-file compressed ``.db3.zstd`` is
+refused.
 
 A damaged file (cut by a power loss: sqlite reports it malformed) is read, with ``recover``, from a
 temporary copy zero-padded to the size its header gives: the rows are read in id order up to the first

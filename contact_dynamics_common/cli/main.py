@@ -25,8 +25,8 @@ from ..registry import load_target, registry
 from ..ros.params import ConfigError
 from .run import FRAMEWORK_PARAMS, RUN_BAG_KEPT, load_offline_nodes, run_bag
 
-__all__ = ['BUILTIN', 'FRAMEWORK_PARAMS', 'RUN_BAG_KEPT', 'build_parser', 'config_dir', 'load_offline_nodes', 'main',
-           'run_bag']
+__all__ = ['BUILTIN', 'FRAMEWORK_PARAMS', 'RUN_BAG_KEPT', 'build_parser', 'config_dir', 'load_offline_nodes',
+           'main', 'run_bag']
 
 
 def _cmd_run_bag(args) -> int:

@@ -16,7 +16,8 @@ from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 __all__ = ['ERROR', 'OK', 'OVERLOAD_CAUSES', 'STALE', 'WARN', 'CostMeter', 'InputStats', 'RateMeter',
            'message_info_callbacks', 'status', 'status_fields']
 
-OK, WARN, ERROR, STALE = DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR, DiagnosticStatus.STALE
+OK, WARN, ERROR, STALE = (DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR,
+                           DiagnosticStatus.STALE)
 
 
 class RateMeter:
