@@ -10,11 +10,24 @@ L_ref (m) so that both are in N. μ = (μk)/k.
 
 Global: the rows of every instant with contacts stacked and column-scaled (divided by their RMS), solved by
 ``scipy.optimize.lsq_linear`` with θ ≥ 0 (the thesis's tables show non-negativity bounds). Reported with the
-covariance σ² (ΦᵀΦ)⁻¹ (σ² = RSS/(rows − 3)) mapped to (k, b, μ) by the delta method, the rank and
-condition number of the scaled regressor, per-parameter excitation (the fraction of a column not explained
-by the others), bound activity and the residual. The verdict (``valid`` + ``reason``) refuses an estimate
-when the regressor is rank deficient or ill-conditioned, a bound is active, a parameter is not significant
-(|θ| < 3σ) or not excited, or the model leaves a large share of the wrench unexplained.
+rank and condition number of the scaled regressor, per-parameter excitation (the fraction of a column not
+explained by the others), bound activity, the residual and an honest covariance (issue 14), mapped to
+(k, b, μ) by the delta method. σ terms (``honest_covariance`` = ``trust.covariance.combine``):
+- own: the white-residual σ² (ΦᵀΦ)⁻¹, σ² = RSS/(rows − 3);
+- sandwich: the residual HAC (Newey-West) covariance, lags from the residuals' own correlation (the pipeline
+  passes it as ``residual_cov``); per parameter never below the own σ;
+- conditioning (bandwidth): ΔΔᵀ, Δ = estimate with the twist over ±(M+1) pose samples − estimate (zero with
+  a measured Odometry twist);
+- bias (interpolation): ΔΔᵀ, Δ = estimate with linearly interpolated poses − estimate with the cubic Hermite
+  ones (zero when the pose and wrench stamps coincide);
+- a floating-point floor (1e-9 |θ|)²;
+- no errors-in-variables term: the attenuation by regressor noise is not modelled separately (the sandwich
+  holds its variance, the bandwidth term part of its bias; see doc/trust/multipoint.md).
+The verdict (``valid`` + ``reason``) refuses an estimate when the regressor is rank deficient or
+ill-conditioned, a parameter is not excited or at its bound, k ≤ 0, or the model leaves more than
+``max_residual_fraction`` of the wrench unexplained; then the shared ``trust.verdict.judge`` requires every
+parameter to stand out of its honest σ by ``significance`` ("not identified: ... of the model-error
+scale"); the ``identifiable`` flags are excited AND |value| ≥ 2 σ (``trust.verdict.identified``).
 Local: every instant solved on its own (3×3 or 6×3 ``lstsq``); its rank is reported, and a one-contact
 instant is rank deficient (δn ∥ δ̇n), §3.4.
 """
@@ -25,6 +38,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import lsq_linear
 
+from contact_dynamics_common.trust.covariance import combine, spd
+from contact_dynamics_common.trust.verdict import judge
 from contact_estimation.geometry.contacts import ContactSet
 
 NAMES = ('stiffness', 'damping', 'friction')
@@ -141,27 +156,18 @@ FLOAT_FLOOR = 1e-9
 
 def honest_covariance(cov_white: np.ndarray, theta: np.ndarray, residual_cov: np.ndarray | None = None,
                       cov_terms: dict | None = None) -> np.ndarray:
-    """Total covariance of θ (3×3, θ units): C = D_res^½ ρ D_res^½ + Σ_terms C_term + diag((1e-9 θ)²).
-
-    D_res per parameter is the larger of the white-residual variance (σ²(ΦᵀΦ)⁻¹) and the HAC sandwich
-    variance ``residual_cov`` (correlated residuals: model error, differentiation error), ρ the correlation of
-    the white-residual form; ``cov_terms`` are added as given (PSD; e.g. Δ Δᵀ of a conditioning term). A
-    rank-deficient / non-finite input stays non-finite (the caller turns it into its "unknown")."""
+    """Total covariance of θ = [k, b, μk] (3×3, θ units) by the shared rule ``trust.covariance.combine``:
+    base = the HAC sandwich ``residual_cov`` (per parameter at least the white-residual σ²(ΦᵀΦ)⁻¹), plus
+    ``cov_terms['bandwidth']`` as its conditioning term and ``cov_terms['interpolation']`` as its bias term
+    (ΔΔᵀ each), plus the floating-point floor diag((1e-9 θ)²). A rank-deficient (non-finite) white form stays
+    non-finite (the caller's "unknown"); a non-finite term makes the total 1e300 I (unknown)."""
     C = np.asarray(cov_white, float)
     if not np.all(np.isfinite(C)):
         return C
-    if residual_cov is not None and np.all(np.isfinite(residual_cov)):
-        d0 = np.sqrt(np.maximum(np.diag(C), 0.0))
-        d1 = np.sqrt(np.maximum(np.diag(residual_cov), d0 ** 2))
-        with np.errstate(invalid='ignore', divide='ignore'):
-            rho = np.where(np.outer(d0, d0) > 0, C / np.outer(d0, d0), 0.0)
-        np.fill_diagonal(rho, 1.0)
-        C = rho * np.outer(d1, d1)
-    for term in (cov_terms or {}).values():
-        term = np.asarray(term, float)
-        C = C + (term if np.all(np.isfinite(term)) else np.diag(np.full(3, np.inf)))
-    C = C + np.diag((FLOAT_FLOOR * np.abs(np.asarray(theta, float))) ** 2)
-    return 0.5 * (C + C.T)
+    terms = cov_terms or {}
+    hac = residual_cov if residual_cov is not None and np.all(np.isfinite(residual_cov)) else None
+    total = combine(C, sandwich=hac, conditioning=terms.get('bandwidth'), bias=terms.get('interpolation'))
+    return spd(total.covariance + np.diag((FLOAT_FLOOR * np.abs(np.asarray(theta, float))) ** 2))
 
 
 def _excitation(G: np.ndarray) -> np.ndarray:
@@ -244,7 +250,7 @@ def global_fit_gram(G: np.ndarray, g: np.ndarray, yy: float, rows: int, *, bound
     kpos = k > 1e-12 * max(1.0, np.abs(theta).max())
     mu = muk / k if kpos else 0.0
     J = np.array([[1, 0, 0], [0, 1, 0], [(-muk / k ** 2) if kpos else 0.0, 0, (1 / k) if kpos else 0.0]])
-    if np.all(np.isfinite(cov_theta)):
+    if np.all(np.isfinite(cov_theta)) and np.all(np.diag(cov_theta) < 1e299):
         cov = J @ cov_theta @ J.T
         cov = 0.5 * (cov + cov.T)
     else:                                            # rank deficient: unknown (huge, still SPD)
@@ -252,8 +258,7 @@ def global_fit_gram(G: np.ndarray, g: np.ndarray, yy: float, rows: int, *, bound
     excitation = _excitation(Gs)
     excitation[unexcited] = 0.0
     std = np.sqrt(np.maximum(np.diag(cov_theta), 0.0))
-    # identified: excited AND standing out of its own (total) σ — never "identifiable" with σ > |value|
-    identifiable = (excitation >= th.min_excitation) & ~unexcited & np.isfinite(std) & (np.abs(theta) > std)
+    excited = (excitation >= th.min_excitation) & ~unexcited & np.isfinite(std)
     resid_rms = float(np.sqrt(rss / rows))
     y_rms = float(np.sqrt(yy / rows))
     frac = resid_rms / y_rms if y_rms > 0 else float('inf')
@@ -263,25 +268,26 @@ def global_fit_gram(G: np.ndarray, g: np.ndarray, yy: float, rows: int, *, bound
     elif cond > th.max_condition:
         reasons.append(f'condition number {cond:.3g} > {th.max_condition:.3g}')
     for j, name in enumerate(NAMES):
-        if not identifiable[j] and excitation[j] >= th.min_excitation and not unexcited[j] and np.isfinite(std[j]):
-            reasons.append(f'{name} not significant ({theta[j]:.4g} ± {std[j]:.2g})')
-        elif not identifiable[j]:
+        if not excited[j]:
             reasons.append(f'{name} not identifiable (excitation {excitation[j]:.2g})')
         elif active[j]:
             reasons.append(f'{name} at its bound (0)')
-        elif not (np.isfinite(std[j]) and abs(theta[j]) > th.significance * std[j]):
-            reasons.append(f'{name} not significant ({theta[j]:.4g} ± {std[j]:.2g})')
     if not kpos:
         reasons.append('stiffness <= 0: friction undefined')
     if frac > th.max_residual_fraction:
         reasons.append(f'model leaves {100 * frac:.0f}% of the wrench unexplained')
+    # the shared verdict (trust.verdict): every parameter must stand out of its honest σ by ``significance``;
+    # identified flags = excited AND |value| >= 2 σ (a flag never says yes while σ > |value|)
+    verdict = judge(NAMES, np.array([k, b, mu]), cov, flags=excited, required=NAMES, positive=(), z=th.significance,
+                    prior_valid=not reasons, prior_reason='; '.join(reasons) or 'ok')
+    identifiable = np.array(verdict.identified, bool)
     if not np.all(np.isfinite(cov)):
         cov = np.where(np.isfinite(cov), cov, 0.0)
         cov[np.diag_indices(3)] = np.where(np.isfinite(np.diag(cov)) & (np.diag(cov) > 0), np.diag(cov), 1e300)
     # strictly positive definite also for exact (noise-free) data
     cov = cov + np.diag(np.maximum(np.abs(np.diag(cov)) * 1e-12, 1e-300))
     values = np.array([k, b, mu])
-    return MultiPointEstimate(values, theta, cov, not reasons, '; '.join(reasons) or 'ok', rank, cond, resid_rms,
+    return MultiPointEstimate(values, theta, cov, verdict.valid, verdict.reason, rank, cond, resid_rms,
                               frac, active, identifiable, excitation, samples, rows, formulation)
 
 

@@ -7,7 +7,8 @@ Processing (a sample's result does not depend on how the stream was batched):
 2. pose samples get their twist: Odometry's (child frame, rotated to the pose frame) or, for PoseStamped,
    centred local-line fits over ±M = ``pose_derivative_half_window`` pose samples
    (``geometry.rotations.twist_from_poses``; zero phase, known online once M + 1 later poses have arrived:
-   the delay) and, for the conditioning term, a second twist over ±(M + 1); a pose gap longer than
+   the delay) and, for the conditioning term, a second twist over ±(M + 1) (a measured Odometry twist is used
+   as it is: no second twist); a pose gap longer than
    ``max_pose_gap`` splits the stream (no derivative window spans it; one-sided windows at its edges);
 3. a wrench sample is paired with the pose interpolated at its stamp between two pose samples at most
    ``max_pose_gap`` apart whose twists are known: cubic Hermite in position and quaternion (the twists as end
@@ -16,7 +17,9 @@ Processing (a sample's result does not depend on how the stream was batched):
 4. the contact kinematics of the paired instants (``contact_estimation.geometry.contacts``) give the regressor
    blocks (``estimator.regressor``) and measured rows, kept for the estimation window, with the alternative
    rows of the two conditioning terms (other twist bandwidth; linear interpolation, first order in the pose
-   change: ``ContactSet.with_motion`` / ``ContactSet.displaced``);
+   change: ``ContactSet.with_motion`` / ``ContactSet.displaced``); a sliding contact whose slip direction the
+   two twists do not resolve (> 30° apart, or slip speed < 2 x their difference) is taken as sticking (no
+   friction column; counted as ``slip_direction_unresolved``);
 5. every update solves the global bounded least squares over the window from its running sufficient
    statistics AᵀA, Aᵀy, yᵀy (``estimator.global_fit_gram``; recomputed from the kept rows when the window drops
    old ones), then its honest covariance (``estimator.honest_covariance``): the HAC sandwich of the residuals
@@ -84,6 +87,7 @@ class MultiPointPipeline:
         self.counts = {'wrench_unpaired': 0, 'resets': 0, 'instants': 0, 'instants_in_contact': 0,
                        'slip_direction_unresolved': 0}
         self.pose_frame = ''
+        self._differentiated = params['pose_source'] == 'pose'     # twist from the poses (set by the pushes)
         self._queue: list[tuple[str, tuple]] = []     # single samples from ROS callbacks, in arrival order
         self.reset()
 
@@ -140,6 +144,7 @@ class MultiPointPipeline:
         qn = np.linalg.norm(q, axis=1)
         finite = np.all(np.isfinite(x), axis=1) & np.all(np.isfinite(q), axis=1) & (qn > 0.5) & (qn < 1.5)
         has_twist = linear is not None
+        self._differentiated = not has_twist
         if has_twist:
             lin = np.asarray(linear, float).reshape(-1, 3)
             ang = np.asarray(angular, float).reshape(-1, 3)
@@ -163,7 +168,7 @@ class MultiPointPipeline:
                 R = quat_to_matrix(qi)
                 self._p_v = np.r_[self._p_v, np.einsum('nij,nj->ni', R, lin[i])]
                 self._p_w = np.r_[self._p_w, np.einsum('nij,nj->ni', R, ang[i])]
-                self._p_v2 = np.r_[self._p_v2, self._p_v[-len(i):]]
+                self._p_v2 = np.r_[self._p_v2, self._p_v[-len(i):]]          # measured: no second twist
                 self._p_w2 = np.r_[self._p_w2, self._p_w[-len(i):]]
                 self._p_known = np.r_[self._p_known, np.ones(len(i), bool)]
             else:
@@ -272,8 +277,7 @@ class MultiPointPipeline:
         gap = (self._p_t[j1] - self._p_t[jc]) * 1e-9
         ok = ~before & (exact | ((j1 > jc) & (gap <= self.params['max_pose_gap'])))
         ok &= self._p_known[jc] & (exact | self._p_known[j1])
-        twist_ok = np.isfinite(self._p_v[jc]).all(1) & np.isfinite(self._p_v2[jc]).all(1) & \
-            (exact | (np.isfinite(self._p_v[j1]).all(1) & np.isfinite(self._p_v2[j1]).all(1)))
+        twist_ok = np.isfinite(self._p_v[jc]).all(1) & (exact | np.isfinite(self._p_v[j1]).all(1))
         ok &= twist_ok
         self.counts['wrench_unpaired'] += int((~ok).sum())
         if ok.any():
@@ -321,8 +325,9 @@ class MultiPointPipeline:
             M, M_lin = np.einsum('nij,nj->ni', R, M), np.einsum('nij,nj->ni', R_lin, M_lin)
         cs = self.kin.compute(R, x, v, w)
         cs2 = cs.with_motion(v2, w2, self.kin.slide_eps)
-        # sliding direction not resolved by the twist (the two bandwidths disagree on it by > 30°, or the slip
-        # speed is below twice their difference): treated as sticking, no friction column (agar §3.10)
+        # sliding direction not resolved by a differentiated twist — the ±(M+1) twist disagrees on it by > 30°,
+        # or the slip speed is below twice their difference: treated as sticking, no friction column
+        # (agar §3.10), counted
         unsure = cs.sliding & (~cs2.sliding | (np.einsum('ci,ci->c', cs.t, cs2.t) < 0.866)
                                | (np.linalg.norm(cs.v_t, axis=1) < 2 * np.linalg.norm(cs.v_t - cs2.v_t, axis=1)))
         if unsure.any():
@@ -333,7 +338,8 @@ class MultiPointPipeline:
         form, ms = self.params['formulation'], self.params['moment_scale']
         A = regressor(cs, n, form, ms)
         y = measurement(F, M, form, ms)
-        A_bw = regressor(cs2, n, form, ms)
+        # bandwidth alternative: the ±(M+1) twist (PoseStamped); a measured twist has none (zero term)
+        A_bw = regressor(cs2, n, form, ms) if self._differentiated else A
         dphi = 2.0 * quat_multiply(q_lin, q * np.array([-1.0, -1.0, -1.0, 1.0]))[:, :3]
         A_in = regressor(cs.displaced(x_lin - x, dphi), n, form, ms)
         y_in = measurement(F_lin, M_lin, form, ms)
