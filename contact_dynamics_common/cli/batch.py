@@ -34,6 +34,7 @@ from typing import Any, Iterable
 import yaml
 
 from ..ros.params import ConfigError
+from .report import save_topic_figure
 
 BAG_SUFFIXES = ('.mcap', '.db3')
 
@@ -275,11 +276,7 @@ def plot_parameters(rows: list[dict], out_dir: Path) -> list[Path]:
                              '(red: not valid, black bar: truth, grey x: bag failed)', fontsize=9)
         axes[-1, 0].set_xticks(range(len(rows)))
         axes[-1, 0].set_xticklabels(labels, rotation=60, ha='right', fontsize=7)
-        fig.tight_layout()
-        path = out_dir / (topic.strip('/').replace('/', '__') + '.png')
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        written.append(path)
+        written.append(save_topic_figure(fig, out_dir, topic, dpi=100))
     return written
 
 

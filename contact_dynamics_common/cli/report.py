@@ -91,12 +91,18 @@ def plot_estimates(result: ReplayResult, out_dir: Path, truth: dict | None = Non
         axes[0, 0].set_title(f"{topic}  ({first.get('algorithm', '')}, {first.get('model', '')})")
         axes[0, 0].legend(loc='upper right', fontsize=8)
         axes[-1, 0].set_xlabel('time since first estimate [s]')
-        fig.tight_layout()
-        path = out_dir / (topic.strip('/').replace('/', '__') + '.png')
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
+        written.append(save_topic_figure(fig, out_dir, topic, dpi=110))
     return written
+
+
+def save_topic_figure(fig, out_dir: Path, topic: str, dpi: int) -> Path:
+    """Save (tight layout) and close the figure of one output topic as ``out_dir/<topic with / as __>.png``."""
+    import matplotlib.pyplot as plt
+    fig.tight_layout()
+    path = out_dir / (topic.strip('/').replace('/', '__') + '.png')
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
 
 
 def _stamp_s(fields: dict) -> float:
