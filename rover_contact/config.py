@@ -37,6 +37,11 @@ COMMON: list[ParamSpec] = [
     ParamSpec('input_queue_size', 50, 'Subscription queue depth (sensor-data QoS).', low=1, high=100000),
     ParamSpec('max_state_age_s', 0.2, 'JointState/Odometry older than this (or this far apart) are stale: no '
               'evaluation, /diagnostics ERROR.', low=0.0, low_open=True, unit='s'),
+    ParamSpec('time_jump_s', 1.0, 'Ordering per input (the shared stamp gate): a JointState, Odometry or obstacle '
+              'hypothesis stamped at or before the last accepted one of its input is dropped and counted '
+              '(*_out_of_order), never made the current state; a step back of more than this is a time jump (a '
+              'restarted or looped source): accepted as the new current sample and counted (*_time_jumps).',
+              low=0.0, low_open=True, unit='s'),
     ParamSpec('wheel_contact', 'domed', "Wheel contact geometry, used by the obstacle contact row, the ground rows, "
               "the rolling velocity and the posture ground solve: 'domed' (MacMahon's model, spec 3.3-3.4: a "
               "sphere of the wheel radius about the wheel centre; obstacle contact C = G + R n_in, ground rows at "

@@ -1,9 +1,10 @@
 """Rover inputs shared by both nodes (ROS-free): model loading, the latest JointState / Odometry / obstacle
 hypothesis, their validation, and the synchronised state (q, q̇) in pinocchio's free-flyer convention.
 
-Bad input never raises out of a push: it is counted, the sample is dropped, and ``last_error`` says why
-(unknown or missing joint names, non-finite values, an obstacle behind the rover). ``state()`` raises
-InputError when no consistent state exists (missing input, stale odometry or joint state).
+Bad input never raises out of a push: it is counted by cause, the sample is dropped, and ``last_error`` says why
+with sizes, never the payload (missing joint names, non-finite values, an obstacle behind the rover, a sample
+older than the last accepted one of its input). ``state()`` raises InputError when no consistent state exists
+(missing input, stale odometry or joint state).
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import numpy as np
 import pinocchio as pin
 
 from contact_dynamics_common.params import ConfigError
+from contact_dynamics_common.signal.stamps import StampGate
 
 from .impact.geometry import beta_from_face_normal, beta_from_step
 from .models.rover3d import ModelError, RoverModel, load_roles
@@ -76,13 +78,42 @@ class Hypothesis:
     origin: np.ndarray | None = None
 
 
+#: per input: the count key of received samples, of accepted ones, and the causes a sample is dropped for
+#: (each a count key); received = accepted + Σ dropped causes. ``*_time_jumps`` (accepted after a backward jump
+#: of more than time_jump_s: a restarted or looped source) and ``joint_unknown_names`` are information only.
+LEDGER = {
+    'joint_states': ('joint_states', 'joint_states_accepted',
+                     ('joint_state_malformed', 'joint_missing', 'joint_nonfinite', 'joint_zero_stamp',
+                      'joint_out_of_order')),
+    'odometry': ('odometry', 'odometry_accepted',
+                 ('odometry_nonfinite', 'odometry_bad_quaternion', 'odometry_zero_stamp', 'odometry_out_of_order')),
+    'obstacle': ('obstacle', 'obstacle_accepted',
+                 ('obstacle_rejected', 'obstacle_zero_stamp', 'obstacle_out_of_order', 'obstacle_repeated')),
+}
+#: drop causes that are not an input error (no last_error, no WARN): a hypothesis re-sent with the same stamp
+QUIET_DROPS = ('obstacle_repeated',)
+
+
+def _few(names, n: int = 3) -> str:
+    """At most ``n`` names and how many more (log lines and diagnostics never carry a whole message)."""
+    names = list(names)
+    head = ', '.join(str(x)[:64] for x in names[:n])
+    return head + (f', ... ({len(names) - n} more)' if len(names) > n else '')
+
+
 @dataclass
 class RoverInputs:
+    """The latest accepted JointState, Odometry and obstacle hypothesis, each input behind its own stamp gate
+    (contact_dynamics_common.signal.stamps.StampGate): a sample stamped at or before the last accepted one of
+    its input is dropped and counted (``*_out_of_order``), never made the current state; a backward jump of
+    more than ``time_jump_s`` is the gate's time jump (a restarted or looped source): accepted and counted."""
     model: RoverModel
     max_age_s: float = 0.2
     default_wheels: list = field(default_factory=list)
+    time_jump_s: float = 1.0
     counts: Counter = field(default_factory=Counter)
     last_error: str = ''
+    last_cause: str = ''
     joint_stamp: int | None = None
     odom_stamp: int | None = None
     obstacle: Hypothesis | None = None
@@ -99,10 +130,63 @@ class RoverInputs:
         bad = [w for w in self.default_wheels if w not in m.wheel_names]
         if bad:
             raise ConfigError(f"contact_wheels_default {bad} are not wheels of the model ({', '.join(m.wheel_names)})")
+        self.gates = {k: StampGate(jump_threshold_s=self.time_jump_s) for k in LEDGER}
 
     def _error(self, key: str, text: str) -> None:
         self.counts[key] += 1
-        self.last_error = text
+        self.last_cause = key
+        if key not in QUIET_DROPS:
+            self.last_error = text
+
+    def _ordered(self, kind: str, stamp_ns: int, prefix: str, what: str) -> bool:
+        """The stamp gate of input ``kind``: True if ``stamp_ns`` is accepted (later than the last accepted
+        sample, or a time jump); else the sample is counted as ``<prefix>_out_of_order``."""
+        gate = self.gates[kind]
+        last = gate.last_ns
+        segments = gate.filter(np.array([stamp_ns], dtype=np.int64))
+        if not any(seg.index.size for seg in segments):
+            self._error(f'{prefix}_out_of_order', f'{what} stamped {(last - stamp_ns) * NS:.3f} s before the last '
+                        f'accepted one: sample dropped (out of order)')
+            return False
+        if segments[0].reset_before:
+            self.counts[f'{prefix}_time_jumps'] += 1
+        return True
+
+    def ledger(self) -> dict:
+        """Per input: {'received', 'accepted', 'dropped': {cause: n}} (received = accepted + Σ dropped)."""
+        out = {}
+        for kind, (received, accepted, causes) in LEDGER.items():
+            out[kind] = {'received': self.counts[received], 'accepted': self.counts[accepted],
+                         'dropped': {c: self.counts[c] for c in causes if self.counts[c]}}
+        return out
+
+    def rejected_total(self) -> int:
+        """Samples dropped for a reason (every input, every cause; re-sent hypotheses not included)."""
+        return sum(n for v in self.ledger().values() for c, n in v['dropped'].items() if c not in QUIET_DROPS)
+
+    def status_values(self) -> dict:
+        """/diagnostics values of the inputs: per input ``<input>.received``, ``.accepted``, ``.dropped.<cause>``;
+        ``rejected_total`` (every dropped sample but re-sent hypotheses), ``time_jumps``, ``unknown_names``
+        (JointStates with extra names, accepted) and ``stale`` (evaluations refused for stale state)."""
+        out = {}
+        for kind, v in self.ledger().items():
+            out[f'{kind}.received'] = v['received']
+            out[f'{kind}.accepted'] = v['accepted']
+            for cause, n in v['dropped'].items():
+                out[f'{kind}.dropped.{cause}'] = n
+        out['rejected_total'] = self.rejected_total()
+        out['time_jumps'] = sum(self.counts[f'{p}_time_jumps'] for p in ('joint', 'odometry', 'obstacle'))
+        out['unknown_names'] = self.counts['joint_unknown_names']
+        out['stale'] = self.counts['stale']
+        return out
+
+    def data_stamp_ns(self) -> int:
+        """Data time of an output: the latest stamp of the accepted JointState and Odometry (the obstacle
+        hypothesis's when neither has arrived yet; 0 with no input)."""
+        stamps = [s for s in (self.joint_stamp, self.odom_stamp) if s is not None]
+        if stamps:
+            return max(stamps)
+        return self.obstacle.stamp_ns if self.obstacle is not None else 0
 
     # ---------------------------------------------------------------- pushes
     def push_joint_state(self, stamp_ns: int, names, positions, velocities) -> bool:
@@ -116,10 +200,14 @@ class RoverInputs:
         index = {n: i for i, n in enumerate(names)}
         missing = [n for n in self.names if n not in index]
         if missing:
-            self._error('joint_missing', f"JointState lacks joint(s) {', '.join(missing)} of model "
-                        f"'{self.model.roles.model_name}' (got {', '.join(names) or 'none'})")
+            self._error('joint_missing', f"JointState lacks joint(s) {_few(missing)} ({len(missing)} of the "
+                        f"{len(self.names)} of model '{self.model.roles.model_name}'); it has {len(names)} names")
             return False
-        unknown = [n for n in names if n not in self.model.jid]
+        if len(index) != len(names):
+            self._error('joint_state_malformed', f'JointState repeats joint names ({len(names)} names, '
+                        f'{len(index)} distinct)')
+            return False
+        unknown = len(names) - len(self.names)
         if unknown:
             self.counts['joint_unknown_names'] += 1
         sel = [index[n] for n in self.names]
@@ -129,14 +217,16 @@ class RoverInputs:
         if stamp_ns <= 0:
             self._error('joint_zero_stamp', 'JointState has a zero stamp: sample dropped')
             return False
+        if not self._ordered('joint_states', stamp_ns, 'joint', 'JointState'):
+            return False
         self.jpos, self.jvel, self.joint_stamp = pos[sel], vel[sel], int(stamp_ns)
         self.counts['joint_states_accepted'] += 1
         return True
 
     def push_odometry(self, stamp_ns: int, position, orientation_xyzw, linear, angular) -> bool:
         self.counts['odometry'] += 1
-        vals = np.concatenate([np.asarray(position, float), np.asarray(orientation_xyzw, float),
-                               np.asarray(linear, float), np.asarray(angular, float)])
+        vals = np.concatenate([np.asarray(position, float).ravel(), np.asarray(orientation_xyzw, float).ravel(),
+                               np.asarray(linear, float).ravel(), np.asarray(angular, float).ravel()])
         if vals.size != 13 or not np.all(np.isfinite(vals)):
             self._error('odometry_nonfinite', 'Odometry has NaN/inf values: sample dropped')
             return False
@@ -146,6 +236,8 @@ class RoverInputs:
             return False
         if stamp_ns <= 0:
             self._error('odometry_zero_stamp', 'Odometry has a zero stamp: sample dropped')
+            return False
+        if not self._ordered('odometry', stamp_ns, 'odometry', 'Odometry'):
             return False
         self.pose = np.concatenate([vals[0:3], vals[3:7] / qn])
         self.twist = vals[7:13]
@@ -187,13 +279,22 @@ class RoverInputs:
                           float(k), float(p) if p > 0 else 1.5, float(e) if 0 < e <= 1 else 0.9,
                           contact_model, float(height))
 
-    def push_obstacle(self, *args, **kwargs) -> bool:
-        """Validate and keep an obstacle hypothesis (arguments of ``hypothesis``); a bad one is dropped."""
+    def push_obstacle(self, stamp_ns: int, *args, **kwargs) -> bool:
+        """Validate and keep an obstacle hypothesis (arguments of ``hypothesis``); a bad one, one stamped before
+        the hypothesis in use, or a re-sent one (same stamp: ``obstacle_repeated``) is dropped and counted."""
         self.counts['obstacle'] += 1
+        if stamp_ns <= 0:
+            self._error('obstacle_zero_stamp', 'obstacle hypothesis has a zero stamp: dropped')
+            return False
+        if self.obstacle is not None and stamp_ns == self.obstacle.stamp_ns:
+            self._error('obstacle_repeated', 'obstacle hypothesis re-sent with the same stamp: ignored')
+            return False
         try:
-            h = self.hypothesis(*args, **kwargs)
+            h = self.hypothesis(stamp_ns, *args, **kwargs)
         except ValueError as exc:
             self._error('obstacle_rejected', f'obstacle rejected: {exc}')
+            return False
+        if not self._ordered('obstacle', stamp_ns, 'obstacle', 'obstacle hypothesis'):
             return False
         self._obstacle_seq += 1
         h.seq = self._obstacle_seq
@@ -236,7 +337,8 @@ class RoverInputs:
         return float((R @ self.twist[0:3])[0:2] @ heading)
 
     def time_to_contact(self) -> float:
-        """(distance − distance driven along the heading since the hypothesis arrived) / approach speed [s];
+        """(distance_m − distance driven along the heading since the hypothesis arrived) / forward speed [s] (the
+        ImpactIndicator.time_to_contact field documents the same);
         inf when the distance is unknown or the rover does not approach, 0 once the face is reached."""
         if self.obstacle is None or not np.isfinite(self.obstacle.distance):
             return float('inf')

@@ -1,6 +1,10 @@
 """ROS 2 glue shared by impact_indicator and posture_evaluator: their inputs (joint states, odometry, obstacle
-hypotheses, robot_description), the model rebuilt from robot_description, and their common diagnostics."""
+hypotheses, robot_description), the model rebuilt from robot_description, their common diagnostics (inputs
+ledger, update timing against the period) and rate-limited logging."""
 from __future__ import annotations
+
+import time
+from collections import deque
 
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
@@ -10,17 +14,72 @@ from contact_dynamics.msg import ObstacleHypothesis
 from contact_dynamics_common.node import ERROR, OK, WARN, EstimatorNode, RateMeter, latched_qos, status
 from contact_dynamics_common.params import ConfigError
 
-from .inputs import model_from_urdf
+from .inputs import QUIET_DROPS, model_from_urdf
 from .ros_io import push_joint_state_msg, push_obstacle_msg, push_odometry_msg
 
 LEVELS = {'ok': OK, 'warn': WARN, 'error': ERROR}
 
 
+class LogLimiter:
+    """At most one log line per cause every ``interval_s`` (wall time); the next line of that cause says how many
+    were suppressed in between. Callers pass texts that name the cause and sizes, never a message payload."""
+
+    def __init__(self, interval_s: float = 5.0, clock=time.monotonic):
+        self.interval_s = interval_s
+        self.clock = clock
+        self._last: dict[str, float] = {}
+        self._suppressed: dict[str, int] = {}
+
+    def __call__(self, logger, level: str, cause: str, text: str) -> bool:
+        """Log ``text`` at ``level`` ('warning' | 'error') on ``logger`` unless ``cause`` was logged less than
+        interval_s ago; True if logged. (rclpy forbids one call site logging at two severities: one line each.)"""
+        now = self.clock()
+        if cause in self._last and now - self._last[cause] < self.interval_s:
+            self._suppressed[cause] = self._suppressed.get(cause, 0) + 1
+            return False
+        n = self._suppressed.pop(cause, 0)
+        self._last[cause] = now
+        line = f'{text[:300]}' + (f' ({n} more like this in the last {self.interval_s:g} s)' if n else '')
+        if level == 'error':
+            logger.error(line)
+        else:
+            logger.warning(line)
+        return True
+
+
+class UpdateTiming:
+    """Wall time of the timer updates against the period: an update longer than the period is an overrun."""
+
+    def __init__(self, period_s: float, window: int = 50):
+        self.period_ms = period_s * 1e3
+        self.recent: deque = deque(maxlen=window)
+        self.overruns = 0
+        self.updates = 0
+
+    def add(self, seconds: float) -> None:
+        ms = seconds * 1e3
+        self.recent.append(ms)
+        self.updates += 1
+        self.overruns += ms > self.period_ms
+
+    def level_message_values(self) -> tuple[bytes, str, dict]:
+        recent = list(self.recent)
+        over = sum(ms > self.period_ms for ms in recent)
+        values = {'period_ms': self.period_ms, 'update_ms_last': recent[-1] if recent else 0.0,
+                  'update_ms_max_recent': max(recent, default=0.0), 'overruns_recent': over,
+                  'overruns_total': self.overruns, 'updates': self.updates}
+        if not over:
+            return OK, 'ok', values
+        return WARN, (f'update overran its period: {over} of the last {len(recent)} updates took longer than '
+                      f'{self.period_ms:.1f} ms (last {recent[-1]:.1f} ms, max {max(recent):.1f} ms)'), values
+
+
 class RoverNode(EstimatorNode):
     """EstimatorNode with the rover inputs. Subclasses set ``pipeline_class`` (built as
-    ``pipeline_class(params, model=None)``, with ``inputs``, ``model``) and call ``subscribe_rover_inputs()``
-    from ``configure()`` and ``drain_inputs()`` first in ``update()``. The input callbacks only queue the
-    message; validation and the push into ``pipeline.inputs`` run, in arrival order, in ``drain_inputs``."""
+    ``pipeline_class(params, model=None)``, with ``inputs``, ``model``), call ``subscribe_rover_inputs()``
+    from ``configure()``, implement ``work()`` (the timer update; ``drain_inputs()`` first) and add
+    ``timing_status()`` and ``model_and_input_statuses()`` to their diagnostics. The input callbacks only queue
+    the message; validation and the push into ``pipeline.inputs`` run, in arrival order, in ``drain_inputs``."""
 
     pipeline_class: type = None
 
@@ -32,6 +91,8 @@ class RoverNode(EstimatorNode):
         self.description_state = "waiting for robot_description (using the role map's URDF)"
         self.rates = {'joint_states': RateMeter(), 'odometry': RateMeter(), 'obstacle': RateMeter()}
         self._pending: list = []                 # (push function, message) in arrival order
+        self.timing = UpdateTiming(1.0 / self.params['publish_rate'])
+        self.log_limited = LogLimiter()
 
     def subscribe_rover_inputs(self) -> None:
         p = self.params
@@ -46,28 +107,45 @@ class RoverNode(EstimatorNode):
             self.create_subscription(String, p['robot_description_topic'], self._on_description,
                                      latched_qos())
 
+    def update(self) -> None:
+        t0 = time.perf_counter()
+        self.work()
+        self.timing.add(time.perf_counter() - t0)
+
+    def work(self) -> None:
+        raise NotImplementedError
+
     def drain_inputs(self) -> None:
-        """Validate and push the queued input messages into ``pipeline.inputs`` in arrival order."""
+        """Validate and push the queued input messages into ``pipeline.inputs`` in arrival order; a dropped
+        sample is logged (WARN, rate-limited per cause, with sizes, never the payload)."""
         pending, self._pending = self._pending, []
         for push, msg in pending:
-            push(msg)
+            if not push(msg):
+                inp = self.pipeline.inputs
+                if inp.last_cause not in QUIET_DROPS:
+                    self.log_limited(self.get_logger(), 'warning', inp.last_cause, inp.last_error)
 
-    def _push_joint_state(self, msg) -> None:
-        push_joint_state_msg(self.pipeline.inputs, msg)
+    def log_status_error(self, cause: str, text: str) -> None:
+        """An evaluation error (no output this tick): ERROR, rate-limited per cause."""
+        if text:
+            self.log_limited(self.get_logger(), 'error', cause, text)
 
-    def _push_odometry(self, msg) -> None:
-        push_odometry_msg(self.pipeline.inputs, msg)
+    def _push_joint_state(self, msg) -> bool:
+        return push_joint_state_msg(self.pipeline.inputs, msg)
 
-    def _push_obstacle(self, msg) -> None:
-        if not push_obstacle_msg(self.pipeline.inputs, msg, self.params['base_frame']):
-            self.get_logger().warning(self.pipeline.inputs.last_error)
+    def _push_odometry(self, msg) -> bool:
+        return push_odometry_msg(self.pipeline.inputs, msg)
+
+    def _push_obstacle(self, msg) -> bool:
+        return push_obstacle_msg(self.pipeline.inputs, msg, self.params['base_frame'])
 
     def _on_description(self, msg) -> None:
         try:
             model = model_from_urdf(self.params, msg.data)
         except ConfigError as exc:
-            self.description_error = str(exc)
-            self.get_logger().error(f'{exc}; keeping the previous model')
+            self.description_error = str(exc)[:500]
+            self.log_limited(self.get_logger(), 'error', 'robot_description', f'{self.description_error}; keeping '
+                             f'the previous model (description of {len(msg.data)} characters)')
             return
         self._pending.clear()                   # inputs queued for the previous model are dropped with it
         self.pipeline = self.pipeline_class(self.params, model)
@@ -85,16 +163,20 @@ class RoverNode(EstimatorNode):
         """'<node>: input <name>' per input: OK once messages arrive, WARN before."""
         return [self.input_status(k, meter) for k, meter in self.rates.items()]
 
+    def timing_status(self):
+        """'<node>: timing': WARN with the figures when a recent update took longer than the period."""
+        level, msg, values = self.timing.level_message_values()
+        return status(f'{self.get_name()}: timing', level, msg, values)
+
     def model_and_input_statuses(self) -> list:
-        """'<node>: robot_description' (when subscribed) and '<node>: inputs' (input counters, last error)."""
+        """'<node>: robot_description' (when subscribed) and '<node>: inputs' (the ledger of every input: received,
+        accepted, dropped by cause; the last error)."""
         name = self.get_name()
         out = []
         if self.params['robot_description_topic']:
             out.append(status(f'{name}: robot_description', ERROR if self.description_error else OK,
                               self.description_error or self.description_state, {}))
         inp = self.pipeline.inputs
-        bad = {k: v for k, v in inp.counts.items()
-               if k.startswith(('joint_', 'odometry_', 'obstacle_', 'stale')) and not k.endswith('accepted')}
         out.append(status(f'{name}: inputs', WARN if inp.last_error else OK, inp.last_error or 'ok',
-                          {**dict(inp.counts), 'rejected_total': sum(bad.values())}))
+                          inp.status_values()))
         return out

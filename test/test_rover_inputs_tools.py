@@ -47,9 +47,11 @@ def test_inputs_reject_bad_samples_with_reasons(model):
     assert not inp.push_obstacle(1, 'odom', (np.nan, 0, 0), 1.0, 0, 0.5, [], False)
     assert inp.push_obstacle(1, 'odom', (-1.0, 0, 0), 0.0, 0, 0.5, [], False)
     assert inp.obstacle.beta == pytest.approx(np.pi / 2) and inp.obstacle.wheels == WHEELS
-    assert inp.push_obstacle(1, 'base_link', (-np.sin(1.0), 0, np.cos(1.0)), 0.0, 0, 0.5, [], False)
+    assert not inp.push_obstacle(1, 'odom', (-1.0, 0, 0), 0.0, 0, 0.5, [], False)     # re-sent: same stamp
+    assert inp.counts['obstacle_repeated'] == 1
+    assert inp.push_obstacle(2, 'base_link', (-np.sin(1.0), 0, np.cos(1.0)), 0.0, 0, 0.5, [], False)
     assert inp.obstacle.beta == pytest.approx(1.0)
-    assert inp.push_obstacle(1, 'odom', (0, 0, 0), np.pi / 2, 0.0875, 0.5, [], True)   # step edge h = R/2
+    assert inp.push_obstacle(3, 'odom', (0, 0, 0), np.pi / 2, 0.0875, 0.5, [], True)   # step edge h = R/2
     assert inp.obstacle.beta == pytest.approx(np.pi / 3)
     assert inp.time_to_contact() == pytest.approx(5.0)
     assert inp.push_odometry(10**9 + 10**8, (0.2, 0, 0), (0, 0, 0, 1), (0.1, 0, 0), (0, 0, 0))   # drove 0.2 m

@@ -36,11 +36,12 @@ class ImpactIndicatorNode(RoverNode):
         self.get_logger().info(f"model '{m.roles.model_name}' ({m.nv} DOF, {len(m.wheel_names)} wheels), "
                                f"ground_mode {p['ground_mode']}, {p['publish_rate']:g} Hz")
 
-    def update(self) -> None:
+    def work(self) -> None:
         self.drain_inputs()
         fields = self.pipeline.step(self.get_clock().now().nanoseconds)
         if fields is None:
-            self.log_error_once(self.pipeline.last_status if self.pipeline.level == 'error' else '')
+            if self.pipeline.level == 'error':
+                self.log_status_error(self.pipeline.cause, self.pipeline.last_status)
             return
         self.pub.publish(fill(ImpactIndicator(), fields))
 
@@ -60,7 +61,7 @@ class ImpactIndicatorNode(RoverNode):
         if inp.counts['joint_missing'] and not inp.counts['joint_states_accepted']:
             level, msg = ERROR, inp.last_error
         out.append(status(f'{name}: indicator', level, msg, values))
-        return out + self.model_and_input_statuses()
+        return out + [self.timing_status()] + self.model_and_input_statuses()
 
 
 main = node_main(ImpactIndicatorNode)

@@ -18,9 +18,10 @@ class ImpactPipeline:
         self.params = params
         self.model = model if model is not None else load_model(params)
         wheels = [w for w in params['contact_wheels_default'] if w]
-        self.inputs = RoverInputs(self.model, params['max_state_age_s'], wheels)
+        self.inputs = RoverInputs(self.model, params['max_state_age_s'], wheels, params['time_jump_s'])
         self.last_status = 'waiting for inputs'
         self.level = 'warn'
+        self.cause = ''
         self.last = None
         self.published = 0
 
@@ -31,6 +32,7 @@ class ImpactPipeline:
             q, v = inp.state(now_ns)
         except InputError as exc:
             self.last_status, self.level = str(exc), ('error' if inp.joint_stamp or inp.odom_stamp else 'warn')
+            self.cause = 'state'
             return None
         obs = inp.obstacle
         if obs is not None and p['obstacle_timeout_s'] > 0 and (now_ns - obs.stamp_ns) * 1e-9 > p['obstacle_timeout_s']:
@@ -51,6 +53,7 @@ class ImpactPipeline:
                 warnings.append('no obstacle hypothesis: worst virtual wall of beta_sweep_deg')
         except (ValueError, np.linalg.LinAlgError) as exc:
             self.last_status, self.level = f'evaluation failed: {exc}', 'error'
+            self.cause = 'evaluation'
             return None
         warnings += ind.warnings
         if p['rolling_constraint'] and p['ground_mode'] != 'free' and inp.slip() > p['slip_warning']:
@@ -60,7 +63,7 @@ class ImpactPipeline:
         self.level = 'warn' if any('outside' in w or 'inconsistent' in w or 'not approaching' in w
                                    for w in warnings) else 'ok'
         self.published += 1
-        return indicator_fields(ind, stamp_ns=max(inp.joint_stamp, inp.odom_stamp), frame_id=p['base_frame'],
+        return indicator_fields(ind, stamp_ns=inp.data_stamp_ns(), frame_id=p['base_frame'],
                                 model=self.model.roles.model_name, wheel_names=self.model.wheel_names,
                                 ttc=inp.time_to_contact(), status=self.last_status)
 

@@ -63,11 +63,37 @@ class Evaluation:
     base_R: np.ndarray | None = None     # solved configurations (K,3,3), (K,3), (K, joints)
     base_p: np.ndarray | None = None
     theta: np.ndarray | None = None
+    change: np.ndarray | None = None     # ‖θ_k − θ_current‖ (tie-breaker)
+    fraction: np.ndarray | None = None   # score / T (tie-breaker)
 
     @property
     def best(self) -> int:
         """Index (into ``candidates``) of the recommended candidate, −1 if none is feasible."""
         return int(self.order[0]) if self.order.size and self.feasible[self.order[0]] else -1
+
+
+def rank(ev: Evaluation) -> np.ndarray:
+    """Candidate indices best first: feasible before infeasible, then score, max share, T_c/T, posture change."""
+    key_score = np.where(ev.feasible, ev.score, np.inf)
+    return np.lexsort((ev.change, ev.fraction, ev.max_share, key_score, ~ev.feasible))
+
+
+_STACKED = ('t_c_free', 't_c_rigid', 'score', 'f_max_estimate', 'v_max', 'feasible', 't_total', 'max_share',
+            'base_R', 'base_p', 'theta', 'change', 'fraction')
+
+
+def merge_evaluations(parts: list) -> Evaluation:
+    """One Evaluation of the candidates of ``parts`` (evaluations of consecutive slices of one candidate list, same
+    obstacle and current state), ranked as if evaluated at once: every candidate's numbers are its own."""
+    if len(parts) == 1:
+        return parts[0]
+    ev = Evaluation(candidates=[c for p in parts for c in p.candidates],
+                    reject_reason=[r for p in parts for r in p.reject_reason], order=None,
+                    ground_mode=parts[0].ground_mode,
+                    warnings=list(dict.fromkeys(w for p in parts for w in p.warnings)),
+                    **{k: np.concatenate([getattr(p, k) for p in parts]) for k in _STACKED})
+    ev.order = rank(ev)
+    return ev
 
 
 @lru_cache(maxsize=64)
@@ -280,15 +306,15 @@ class PostureEvaluator:
             v_max = np.full(K, np.nan)
         change = np.linalg.norm(theta - base, axis=1)
         frac = np.where(T > 0, score / T, 0.0)
-        key_score = np.where(feasible, score, np.inf)
-        order = np.lexsort((change, frac, max_share, key_score, ~feasible))
         tc_free[~ok_in] = np.nan
         if not 0.17 <= obstacle.beta <= np.pi / 2 + 1e-9:
             warnings.append(f'beta {np.rad2deg(obstacle.beta):.1f} deg outside the validated range 10-90 deg')
-        return Evaluation(candidates=list(candidates), t_c_free=tc_free, t_c_rigid=tc_rigid, score=score,
-                          f_max_estimate=fmax, v_max=v_max, feasible=feasible, reject_reason=reasons, order=order,
-                          t_total=T, max_share=max_share, ground_mode=self.ground_mode, warnings=warnings,
-                          base_R=Rb, base_p=pb, theta=theta)
+        ev = Evaluation(candidates=list(candidates), t_c_free=tc_free, t_c_rigid=tc_rigid, score=score,
+                        f_max_estimate=fmax, v_max=v_max, feasible=feasible, reject_reason=reasons, order=None,
+                        t_total=T, max_share=max_share, ground_mode=self.ground_mode, warnings=warnings,
+                        base_R=Rb, base_p=pb, theta=theta, change=change, fraction=frac)
+        ev.order = rank(ev)
+        return ev
 
     def configuration(self, ev: Evaluation, k: int) -> np.ndarray:
         """pinocchio q of candidate k's solved configuration."""

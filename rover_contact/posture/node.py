@@ -3,8 +3,10 @@
 Subscribes  joint_states_topic, odom_topic, obstacle_topic, robot_description_topic (as impact_indicator),
             candidates_topic
             (contact_dynamics/PostureCandidateArray, optional: replaces the parameter grid).
-Publishes   ~/posture_evaluation (contact_dynamics/PostureEvaluation; candidates best first) on a new
-            obstacle hypothesis or while the time to contact < horizon_s; /diagnostics.
+Publishes   ~/posture_evaluation (contact_dynamics/PostureEvaluation; candidates best first, stamped with data
+            time) on a new obstacle hypothesis or while the time to contact < horizon_s, the candidates spread over
+            ticks (candidates_per_update); /diagnostics (evaluator, timing: WARN when an update overruns the
+            period, inputs ledger).
 Services    ~/evaluate_postures (contact_dynamics/EvaluatePostures): evaluate the given candidates (empty: the
             grid) against the given obstacle; ~/reset; lifecycle services.
 """
@@ -55,7 +57,7 @@ class PostureEvaluatorNode(RoverNode):
         try:
             self.pipeline.candidates = candidates_from_msgs(msg.candidates) or None
         except ValueError as exc:
-            self.get_logger().warning(f'candidates ignored: {exc}')
+            self.log_limited(self.get_logger(), 'warning', 'candidates', f'candidates ignored: {exc}')
 
     def _on_evaluate(self, request, response):
         self.service_calls += 1
@@ -70,11 +72,11 @@ class PostureEvaluatorNode(RoverNode):
                                                   o.step_edge, o.k, o.p, o.e_restitution, o.contact_model,
                                                   self.params['base_frame'])
             cands = candidates_from_msgs(request.candidates)
-            fields = self.pipeline.evaluate(hyp, cands or None, self.get_clock().now().nanoseconds)
+            fields = self.pipeline.evaluate(hyp, cands or None)
         except ValueError as exc:
             self.service_errors += 1
             response.success, response.message = False, str(exc)
-            self.get_logger().warning(f'evaluate_postures refused: {exc}')
+            self.log_limited(self.get_logger(), 'warning', 'evaluate_postures', f'evaluate_postures refused: {exc}')
             return response
         fill(response.evaluation, fields)
         response.success = True
@@ -84,7 +86,7 @@ class PostureEvaluatorNode(RoverNode):
             self.pub.publish(response.evaluation)
         return response
 
-    def update(self) -> None:
+    def work(self) -> None:
         self.drain_inputs()
         fields = self.pipeline.step(self.get_clock().now().nanoseconds)
         if fields is not None:
@@ -103,7 +105,7 @@ class PostureEvaluatorNode(RoverNode):
         if inp.last_error and level == OK:
             level, msg = WARN, f'{msg}; last input error: {inp.last_error}'
         out.append(status(f'{name}: evaluator', level, msg, values))
-        return out + self.model_and_input_statuses()
+        return out + [self.timing_status()] + self.model_and_input_statuses()
 
 
 main = node_main(PostureEvaluatorNode)
