@@ -21,12 +21,23 @@ class RoverOfflineNode(OfflineNodeBase):
                       self.resolve(params['odom_topic']): ODOMETRY,
                       self.resolve(params['obstacle_topic']): OBSTACLE}
         self.out_topic = self.resolve(self.output)
+        self.wheels_missing = 0
 
     def inputs(self) -> dict[str, str]:
         return dict(self.kinds)
 
     def push(self, topic: str, cols: dict, sl: slice) -> None:
-        push_columns(self.pipeline.inputs, self.kinds[topic], cols, sl, self.params['base_frame'])
+        kind = self.kinds[topic]
+        if kind == OBSTACLE and 'contact_wheels' not in cols and len(cols['log_ns']):
+            self.wheels_missing += len(range(*sl.indices(len(cols['log_ns']))))
+        push_columns(self.pipeline.inputs, kind, cols, sl, self.params['base_frame'])
+
+    def status(self) -> dict:
+        out = dict(self.pipeline.status())
+        if self.wheels_missing:
+            out['offline_note'] = (f'{self.wheels_missing} obstacle hypotheses read without their contact_wheels (the '
+                                   'bag reader gives no contact_wheels column): contact_wheels_default used')
+        return out
 
     def tick(self, now_ns: int) -> list[tuple[str, str, dict]]:
         fields = self.pipeline.step(now_ns)

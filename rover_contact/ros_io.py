@@ -27,7 +27,8 @@ def push_obstacle_msg(inputs, msg, base_frame: str) -> bool:
 
 
 def push_columns(inputs, topic_kind: str, cols: dict, sl: slice, base_frame: str) -> None:
-    """Push bag rows (msgconv column dicts) in order."""
+    """Push bag rows (msgconv column dicts) in order. Obstacle hypotheses take their ``contact_wheels`` from the
+    column of that name (one sequence of names per row) when the bag reader provides it."""
     idx = range(*sl.indices(len(cols['log_ns'])))
     if topic_kind == JOINT_STATE:
         names = cols['name']
@@ -42,7 +43,9 @@ def push_columns(inputs, topic_kind: str, cols: dict, sl: slice, base_frame: str
     elif topic_kind == OBSTACLE:
         frames = cols.get('frame_ids', [cols.get('frame_id', '')] * len(cols['log_ns']))
         models = cols.get('contact_models', [cols.get('contact_model', '')] * len(cols['log_ns']))
+        wheels = cols.get('contact_wheels')            # per row: the hypothesis's wheel names (string[] column)
         for i in idx:
             s = cols['scalars'][i]
             inputs.push_obstacle(int(cols['stamp_ns'][i]), frames[i], cols['face_normal_out'][i], s[0], s[1], s[2],
-                                 [], bool(cols['step_edge'][i][0]), s[4], s[5], s[6], models[i], base_frame)
+                                 list(wheels[i]) if wheels is not None else [], bool(cols['step_edge'][i][0]),
+                                 s[4], s[5], s[6], models[i], base_frame)

@@ -37,14 +37,17 @@ def constraint_perturbation(model, q, scale: float) -> np.ndarray:
 
 def write_approach_bag(path, model_yaml: str = 'rover_pr3d_roles.yaml', speed: float = 0.07, beta_deg: float = 90.0,
                        distance: float = 0.3, rate: float = 50.0, duration: float = 3.0, perturb: float = 0.0,
-                       ground_mode: str = 'both', overwrite: bool = True) -> dict:
+                       ground_mode: str = 'both', overwrite: bool = True, contact_wheels: list | None = None,
+                       wheel_contact: str = 'domed') -> dict:
+    """Write the approach bag and its truth.yaml; ``contact_wheels`` (default: the role map's default) are written
+    into every hypothesis and used for the truth; ``wheel_contact`` is the wheel model of the truth."""
     from contact_dynamics_common.bag import BagWriter
     from contact_dynamics_common.msgconv import ns_to_sec_nanosec
-    model = load_model({'model_yaml': model_yaml, 'urdf_path': ''})
+    model = load_model({'model_yaml': model_yaml, 'urdf_path': '', 'wheel_contact': wheel_contact})
     q, v = approach_state(model, speed)
     v_meas = v + constraint_perturbation(model, q, perturb)
     beta = np.deg2rad(beta_deg)
-    wheels = list(model.roles.contact_wheels_default or model.wheel_names[:2])
+    wheels = list(contact_wheels or model.roles.contact_wheels_default or model.wheel_names[:2])
     ind = evaluate(model, q, v_meas, beta, wheels, ground_mode)
     truth = {'model': model.roles.model_name, 'beta_deg': beta_deg, 'speed': speed, 'contact_wheels': wheels,
              't_c_free': float(ind.free.t_c), 't_c_rigid': float(ind.rigid.t_c), 't_c': float(ind.primary.t_c),
@@ -92,7 +95,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--rate', type=float, default=50.0)
     ap.add_argument('--duration', type=float, default=3.0)
     ap.add_argument('--perturb', type=float, default=0.0, help='constraint-violating velocity scale (M⁻¹Γᵀλ)')
+    ap.add_argument('--contact-wheels', nargs='+', default=None,
+                    help="wheels named in the obstacle hypotheses (default: the role map's contact_wheels_default)")
+    ap.add_argument('--wheel-contact', choices=('domed', 'disk'), default='domed', help='wheel model of the truth')
     a = ap.parse_args(argv)
-    truth = write_approach_bag(a.out, a.model_yaml, a.speed, a.beta_deg, a.distance, a.rate, a.duration, a.perturb)
+    truth = write_approach_bag(a.out, a.model_yaml, a.speed, a.beta_deg, a.distance, a.rate, a.duration, a.perturb,
+                               contact_wheels=a.contact_wheels, wheel_contact=a.wheel_contact)
     print(f"wrote {a.out}: T_c free {truth['t_c_free'] * 1e3:.4f} mJ, rigid {truth['t_c_rigid'] * 1e3:.4f} mJ")
     return 0
