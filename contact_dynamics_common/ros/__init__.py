@@ -2,7 +2,8 @@
 
 - ``params``: ParamSpec (description, range), validation, ROS 2 params-file loading -- ROS-free, so that
   run-bag refuses a bad value with the same reason as the live node;
-- ``node``: the estimator node base (parameters, diagnostics, reset service, timing, ``node_main``);
+- ``node``: the estimator node base (parameters, lifecycle, diagnostics, reset service, timing, ``node_main``),
+  with ``inputs`` (``NodeInputs``: subscriptions of the sensor inputs, their ledger and status);
 - ``qos``: the QoS profiles of inputs, outputs and latched topics;
 - ``meters``: input rates and losses, update cost, the DiagnosticStatus helpers;
 - ``env``: the isolated ROS environment (loopback discovery, own domain) every process started here uses;
