@@ -316,3 +316,93 @@ def test_live_equals_run_bag_with_contact_wheels(tmp_path):
         assert list(m.m_eff) == pytest.approx(f['m_eff'], rel=1e-12) and list(m.v_c) == pytest.approx(f['v_c'], rel=1e-12)
     print(f'{len(live)} live outputs, {matched} at the data stamps of run-bag outputs')
     assert matched >= 0.8 * len(live) and matched > 40
+
+
+def test_ordering_counts_and_overrun_over_dds(rover):
+    """Over DDS: (a) impact_indicator gets a good 20 Hz stream into which one JointState and one Odometry are
+    re-sent 0.419 s late (other content) and 3 malformed JointStates are mixed: the old samples are dropped and
+    counted, never the current state (no 'stale', T_c unchanged), and the 'inputs' status counts exactly the
+    injected rejections (a good JointState stream rejects none); (b) posture_evaluator re-evaluating an
+    800-candidate grid at every 20 ms tick reports the overrun in /diagnostics (WARN with the figures)."""
+    model, q, v = rover
+    names = model.joint_names
+    jp = model.joint_positions(q)
+    pos = [jp[n] for n in names]
+    vel = [v[model.idx_v[n]] for n in names]
+    off = evaluate(model, q, v, np.deg2rad(70), WHEELS, 'both')
+    impact = start_node('rover_contact.impact.node', '-p', 'publish_rate:=20.0', '-p', 'max_state_age_s:=1.0')
+    posture = start_node('rover_contact.posture.node', '-p', 'publish_rate:=50.0', '-p', 'horizon_s:=1000000.0',
+                         '-p', 'posture_grid_min:=[-0.25]', '-p', 'posture_grid_max:=[0.2]',
+                         '-p', 'posture_grid_steps:=[400]', '-p', 'speed_grid:=[0.05, 0.07]',
+                         '-p', 'candidates_per_update:=800', '-p', 'obstacle_topic:=/impact_indicator/obstacle')
+    rclpy.init()
+    listener = Listener({OUT: ImpactIndicator, '/diagnostics': DiagnosticArray})
+    pub_node = Node('rover_order_pub')
+    try:
+        js = pub_node.create_publisher(JointState, '/joint_states', 50)
+        od = pub_node.create_publisher(Odometry, '/odom', 50)
+        ob = pub_node.create_publisher(ObstacleHypothesis, '/impact_indicator/obstacle', 10)
+        wait_matched([js, od, ob], timeout=30)
+        deadline = time.monotonic() + 20
+        while ob.get_subscription_count() < 2 and time.monotonic() < deadline:      # both nodes
+            time.sleep(0.05)
+        from ros_harness import set_stamp
+        t0 = pub_node.get_clock().now().nanoseconds
+        ob_msg = _obstacle(pub_node, np.deg2rad(70), distance=0.05)
+        set_stamp(ob_msg.header, t0)
+        ob.publish(ob_msg)
+        sent = 0
+        injected = 0
+        start = time.monotonic()
+        k = 0
+        while time.monotonic() - start < 4.0:
+            t = pub_node.get_clock().now().nanoseconds
+            m_js, m_od = _js(pub_node, names, pos, vel), _odom(pub_node, q, v)
+            set_stamp(m_js.header, t)
+            set_stamp(m_od.header, t)
+            js.publish(m_js)
+            od.publish(m_od)
+            sent += 1
+            if k % 10 == 0:
+                ob.publish(ob_msg)                         # the same hypothesis re-sent: not a rejection
+            if k == 40:
+                old_js = _js(pub_node, names, pos, [3 * x for x in vel])
+                old_od = _odom(pub_node, q - np.r_[1.0, np.zeros(len(q) - 1)], 5 * v)
+                set_stamp(old_js.header, t - 419_000_000)
+                set_stamp(old_od.header, t - 419_000_000)
+                js.publish(old_js)
+                od.publish(old_od)
+                for bad in (_js(pub_node, names, pos[:-1], vel), _js(pub_node, names[1:], pos[1:], vel[1:]),
+                            _js(pub_node, names, pos, [np.nan] * len(names))):
+                    js.publish(bad)
+                    injected += 1
+            k += 1
+            time.sleep(0.05)
+        in_stream = listener.diag('impact_indicator: inputs')
+        timing = listener.diag('posture_evaluator: timing')
+        time.sleep(1.5)
+        assert int(in_stream['stale']) == 0
+        d = listener.diag('impact_indicator: inputs')
+        assert int(d['joint_states.dropped.joint_out_of_order']) == 1
+        assert int(d['odometry.dropped.odometry_out_of_order']) == 1
+        assert int(d['rejected_total']) == injected + 2
+        assert int(d['joint_states.received']) == sent + injected + 1
+        assert int(d['joint_states.accepted']) == sent and int(d['odometry.accepted']) == sent
+        outs = listener.get(OUT)
+        assert len(outs) > 40
+        stamps = [m.header.stamp.sec * 10**9 + m.header.stamp.nanosec for m in outs]
+        assert stamps == sorted(stamps)                    # no output from the old sample
+        for m in outs:                                     # every published T_c is the good stream's
+            assert m.t_c == pytest.approx(off.primary.t_c, rel=1e-9)
+        print(timing)
+        assert timing['level'] == b'\x01' and 'overran its period' in timing['message'], timing
+        assert float(timing['period_ms']) == pytest.approx(20.0) and float(timing['update_ms_max_recent']) > 20.0
+        assert int(timing['overruns_total']) >= 1
+        assert impact.poll() is None and posture.poll() is None
+    finally:
+        pub_node.destroy_node()
+        listener.close()
+        rclpy.shutdown()
+        out_i, out_p = stop(impact), stop(posture)
+    assert 'Traceback' not in out_i + out_p, out_i + out_p
+    assert out_i.count('out of order') <= 2                # one line per cause (rate-limited), no payload
