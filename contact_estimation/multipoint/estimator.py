@@ -20,6 +20,9 @@ explained by the others), bound activity, the residual and an honest covariance 
   a measured Odometry twist);
 - bias (interpolation): ΔΔᵀ, Δ = estimate with linearly interpolated poses − estimate with the cubic Hermite
   ones (zero when the pose and wrench stamps coincide);
+- bias (slip): ΔΔᵀ, Δ = estimate without the friction column of the sliding contacts slower than 3 σ of their
+  tangential-velocity noise (robust twist-noise level from the twist's 4th differences) − estimate: the
+  friction direction such a contact contributes is not resolved by the measured / differentiated twist;
 - a floating-point floor (1e-9 |θ|)²;
 - no errors-in-variables term: the attenuation by regressor noise is not modelled separately (the sandwich
   holds its variance, the bandwidth term part of its bias; see doc/trust/multipoint.md).
@@ -120,6 +123,20 @@ def regressor(cs: ContactSet, n_instants: int, formulation: str = 'force', momen
     return np.concatenate(blocks, axis=1)
 
 
+def friction_columns(cs: ContactSet, formulation: str = 'force', moment_scale: float = 0.1) -> np.ndarray:
+    """(C, m) each contact's own contribution to the friction (μk) column of its instant's rows (``regressor``):
+    δ t and/or δ (l × t) / L_ref."""
+    if formulation not in FORMULATIONS:
+        raise ValueError(f"formulation must be one of {FORMULATIONS}, got {formulation!r}")
+    d = cs.delta[:, None]
+    parts = []
+    if formulation in ('force', 'force_moment'):
+        parts.append(d * cs.t)
+    if formulation in ('moment', 'force_moment'):
+        parts.append(d * np.cross(cs.lever, cs.t) / moment_scale)
+    return np.concatenate(parts, axis=1)
+
+
 def measurement(force, moment, formulation: str = 'force', moment_scale: float = 0.1) -> np.ndarray:
     """(T, m) measured rows matching ``regressor``: F_R (N) and/or M_R / L_ref (N)."""
     parts = []
@@ -158,15 +175,16 @@ def honest_covariance(cov_white: np.ndarray, theta: np.ndarray, residual_cov: np
                       cov_terms: dict | None = None) -> np.ndarray:
     """Total covariance of θ = [k, b, μk] (3×3, θ units) by the shared rule ``trust.covariance.combine``:
     base = the HAC sandwich ``residual_cov`` (per parameter at least the white-residual σ²(ΦᵀΦ)⁻¹), plus
-    ``cov_terms['bandwidth']`` as its conditioning term and ``cov_terms['interpolation']`` as its bias term
-    (ΔΔᵀ each), plus the floating-point floor diag((1e-9 θ)²). A rank-deficient (non-finite) white form stays
+    ``cov_terms['bandwidth']`` as its conditioning term and the sum of the others (``'interpolation'``,
+    ``'slip'``) as its bias term (ΔΔᵀ each), plus the floating-point floor diag((1e-9 θ)²). A rank-deficient (non-finite) white form stays
     non-finite (the caller's "unknown"); a non-finite term makes the total 1e300 I (unknown)."""
     C = np.asarray(cov_white, float)
     if not np.all(np.isfinite(C)):
         return C
     terms = cov_terms or {}
     hac = residual_cov if residual_cov is not None and np.all(np.isfinite(residual_cov)) else None
-    total = combine(C, sandwich=hac, conditioning=terms.get('bandwidth'), bias=terms.get('interpolation'))
+    rest = [np.asarray(v, float) for k, v in terms.items() if k != 'bandwidth' and v is not None]
+    total = combine(C, sandwich=hac, conditioning=terms.get('bandwidth'), bias=sum(rest) if rest else None)
     return spd(total.covariance + np.diag((FLOAT_FLOOR * np.abs(np.asarray(theta, float))) ** 2))
 
 

@@ -41,9 +41,14 @@ from contact_estimation.geometry.body import CompoundBody, load_geometry
 from contact_estimation.geometry.contacts import ContactKinematics, ContactSet
 from contact_estimation.geometry.rotations import quat_multiply, quat_to_matrix, twist_from_poses
 
-from .estimator import MultiPointEstimate, Thresholds, global_fit, global_fit_gram, gram, measurement, regressor
+from .estimator import (MultiPointEstimate, Thresholds, friction_columns, global_fit, global_fit_gram, gram,
+                        measurement, regressor)
 
-_POSE_COLS = ('_p_t', '_p_x', '_p_q', '_p_v', '_p_w', '_p_v2', '_p_w2', '_p_known', '_p_start')
+_POSE_COLS = ('_p_t', '_p_x', '_p_q', '_p_v', '_p_w', '_p_v2', '_p_w2', '_p_known', '_p_start', '_p_noise_done')
+_ROW_COLS = ('_rows_t', '_rows_id', '_rows_A', '_rows_y', '_rows_A_bw', '_rows_A_in', '_rows_y_in')
+_CONTACT_COLS = ('_c_id', '_c_speed', '_c_lever', '_c_fcol')
+#: a sliding contact slower than this many σ of its tangential-velocity noise has an unresolved direction
+SLIP_SIGMAS = 3.0
 
 
 def resolve_geometry_path(name: str) -> Path:
@@ -106,6 +111,16 @@ class MultiPointPipeline:
         self._p_w2 = np.zeros((0, 3))
         self._p_known = np.zeros(0, bool)
         self._p_start = np.zeros(0, bool)            # first sample of a hole-free pose segment
+        self._p_noise_done = np.zeros(0, bool)       # its twist entered the twist-noise record
+        self._noise_t = np.zeros(0, np.int64)        # twist-noise record: stamp, |4th differences| of v and ω
+        self._noise_v = np.zeros((0, 3))
+        self._noise_w = np.zeros((0, 3))
+        self._next_id = 0
+        self._rows_id = np.zeros(0, np.int64)
+        self._c_id = np.zeros(0, np.int64)           # per sliding contact: its instant's id, slip speed, |lever|,
+        self._c_speed = np.zeros(0)                  # friction column contribution (rows_per_instant,)
+        self._c_lever = np.zeros(0)
+        self._c_fcol = np.zeros((0, self.rows_per_instant))
         self._rows_t = np.zeros(0, np.int64)
         self._rows_A = np.zeros((0, self.rows_per_instant, 3))
         self._rows_y = np.zeros((0, self.rows_per_instant))
@@ -161,6 +176,7 @@ class MultiPointPipeline:
             first = (not len(self._p_t)) or (st[0] - self._p_t[-1]) * 1e-9 > gap
             start = np.r_[first, np.diff(st) * 1e-9 > gap]
             self._p_start = np.r_[self._p_start, start]
+            self._p_noise_done = np.r_[self._p_noise_done, np.zeros(len(i), bool)]
             self._p_t = np.r_[self._p_t, stamps[i]]
             self._p_x = np.r_[self._p_x, x[i]]
             self._p_q = np.r_[self._p_q, qi]
@@ -176,6 +192,7 @@ class MultiPointPipeline:
                     setattr(self, name, np.r_[getattr(self, name), np.full((len(i), 3), np.nan)])
                 self._p_known = np.r_[self._p_known, np.zeros(len(i), bool)]
                 self._pose_twists()
+            self._twist_noise()
 
     def push_pose(self, stamp_ns: int, position, orientation, linear=None, angular=None) -> None:
         """One sample (ROS callback): only queued; gated and stored in arrival order by the next update."""
@@ -230,6 +247,29 @@ class MultiPointPipeline:
             self._p_v[mine], self._p_w[mine], self._p_v2[mine], self._p_w2[mine] = v[k], w[k], v2[k], w2[k]
             self._p_known[mine] = True
 
+    def _twist_noise(self) -> None:
+        """Record |4th differences| of the twist of every newly known pose sample whose four predecessors are
+        known and in its segment (the robust twist-noise level of the slip term: median / 0.6745 / √70)."""
+        n = len(self._p_t)
+        todo = np.nonzero(self._p_known & ~self._p_noise_done)[0]
+        if not len(todo):
+            return
+        # a sample is processed once its predecessors are known (known grows as a prefix per segment)
+        ok = todo >= 4
+        if ok.any():
+            i = todo[ok]
+            lag = i[:, None] - np.arange(5)[None, :]                       # i, i-1, ..., i-4
+            same = ~self._p_start[lag[:, :4]].any(axis=1) & self._p_known[lag].all(axis=1)
+            c = np.array([1.0, -4.0, 6.0, -4.0, 1.0])
+            dv = np.einsum('k,nkj->nj', c, self._p_v[lag])
+            dw = np.einsum('k,nkj->nj', c, self._p_w[lag])
+            use = same & np.isfinite(dv).all(1) & np.isfinite(dw).all(1)
+            self._noise_t = np.r_[self._noise_t, self._p_t[i[use]]]
+            self._noise_v = np.r_[self._noise_v, np.abs(dv[use])]
+            self._noise_w = np.r_[self._noise_w, np.abs(dw[use])]
+        self._p_noise_done[todo] = True
+        del n
+
     def _time_jump(self, source: str, new_ns: int | None) -> None:
         """Time went back in ``source`` (a looped bag): forget the estimation and that stream's samples; the
         other stream's samples newer than the jump are dropped too and its gate re-armed, so that its own
@@ -238,7 +278,9 @@ class MultiPointPipeline:
         self._rows_t = self._rows_t[:0]
         self._rows_A = self._rows_A[:0]
         self._rows_y = self._rows_y[:0]
-        self._rows_A_bw, self._rows_A_in, self._rows_y_in = self._rows_A_bw[:0], self._rows_A_in[:0], self._rows_y_in[:0]
+        for name in _ROW_COLS + _CONTACT_COLS:
+            setattr(self, name, getattr(self, name)[:0])
+        self._noise_t, self._noise_v, self._noise_w = self._noise_t[:0], self._noise_v[:0], self._noise_w[:0]
         self._stats = [np.zeros((3, 3)), np.zeros(3), 0.0, 0]
         self.latest, self.estimate, self.newest_ns = None, None, 0
         wrench_side = source == 'wrench'
@@ -289,6 +331,7 @@ class MultiPointPipeline:
         cut = int(last_known) - 1
         if len(unknown):
             cut = min(cut, int(unknown[0]) - 2 * (self.half_window + 1) - 1)
+        cut = min(cut, len(self._p_t) - 5)                # the twist-noise record's 4th differences
         if cut > 0:
             for name in _POSE_COLS:
                 setattr(self, name, getattr(self, name)[cut:])
@@ -346,7 +389,15 @@ class MultiPointPipeline:
         contact = cs.count > 0
         self.counts['instants'] += n
         self.counts['instants_in_contact'] += int(contact.sum())
+        ids = self._next_id + np.arange(n)
+        self._next_id += n
         self._rows_t = np.r_[self._rows_t, t[contact]]
+        self._rows_id = np.r_[self._rows_id, ids[contact]]
+        sl = cs.sliding
+        self._c_id = np.r_[self._c_id, ids[cs.k[sl]]]
+        self._c_speed = np.r_[self._c_speed, np.linalg.norm(cs.v_t[sl], axis=1)]
+        self._c_lever = np.r_[self._c_lever, np.linalg.norm(cs.lever[sl], axis=1)]
+        self._c_fcol = np.concatenate([self._c_fcol, friction_columns(cs, form, ms)[sl]])
         self._rows_A = np.concatenate([self._rows_A, A[contact]])
         self._rows_y = np.concatenate([self._rows_y, y[contact]])
         self._rows_A_bw = np.concatenate([self._rows_A_bw, A_bw[contact]])
@@ -364,8 +415,11 @@ class MultiPointPipeline:
         if extra > 0:
             keep[np.nonzero(keep)[0][:extra]] = False
         if not keep.all():
-            for name in ('_rows_t', '_rows_A', '_rows_y', '_rows_A_bw', '_rows_A_in', '_rows_y_in'):
+            for name in _ROW_COLS:
                 setattr(self, name, getattr(self, name)[keep])
+            kc = np.isin(self._c_id, self._rows_id)
+            for name in _CONTACT_COLS:
+                setattr(self, name, getattr(self, name)[kc])
             self._stats = [np.zeros((3, 3)), np.zeros(3), 0.0, 0]       # recomputed: no drift from subtraction
             self._accumulate(self._rows_A, self._rows_y)
 
@@ -406,11 +460,35 @@ class MultiPointPipeline:
         hac = hac_covariance(A / scale, r, lags='auto') / np.outer(scale, scale)
         terms = {}
         for name, Aa, ya in (('bandwidth', self._rows_A_bw, self._rows_y), ('interpolation', self._rows_A_in,
-                                                                             self._rows_y_in)):
+                                                                             self._rows_y_in),
+                             ('slip', self._slip_rows(), self._rows_y)):
             alt = global_fit(Aa.reshape(-1, 3), ya.reshape(-1), formulation=self.params['formulation'])
             d = alt.theta - theta if alt.rank == 3 else np.full(3, np.inf)
             terms[name] = np.outer(d, d) if np.all(np.isfinite(d)) else np.diag(np.full(3, np.inf))
         return hac, terms
+
+    def twist_noise(self) -> tuple[float, float]:
+        """Robust white-noise σ of the twist components (m/s, rad/s) over the estimation window: median of the
+        recorded |4th differences| / 0.6745 / √70 (sparse impacts do not move a median)."""
+        if not len(self._noise_t) or not len(self._rows_t):
+            return 0.0, 0.0
+        lo = self._rows_t[0] if self.params['window'] > 0 else -1
+        use = (self._noise_t <= self._rows_t[-1]) & (self._noise_t >= lo)
+        if use.sum() < 8:
+            return 0.0, 0.0
+        k = 1.0 / (0.6745 * np.sqrt(70.0))
+        return float(np.median(self._noise_v[use]) * k), float(np.median(self._noise_w[use]) * k)
+
+    def _slip_rows(self) -> np.ndarray:
+        """The rows with the friction column of every sliding contact slower than SLIP_SIGMAS x its
+        tangential-velocity noise (√(σ_v² + |lever|² σ_ω²)) removed: the slip-direction alternative."""
+        A = self._rows_A.copy()
+        sv, sw = self.twist_noise()
+        slow = self._c_speed < SLIP_SIGMAS * np.sqrt(sv ** 2 + (self._c_lever * sw) ** 2)
+        if slow.any():
+            r = np.searchsorted(self._rows_id, self._c_id[slow])
+            np.add.at(A[:, :, 2], r, -self._c_fcol[slow])
+        return A
 
     def status(self) -> dict:
         self._flush()
