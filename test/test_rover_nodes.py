@@ -63,6 +63,14 @@ def _obstacle(node, beta, distance=0.5, frame='odom', normal=None):
     return m
 
 
+def _close(pub_node, listener, *procs) -> list[str]:
+    """Tear down the test's publisher node and listener, stop the node processes; their outputs."""
+    pub_node.destroy_node()
+    listener.close()
+    rclpy.shutdown()
+    return [stop(p) for p in procs]
+
+
 @pytest.fixture(scope='module')
 def rover():
     model = load_model({'model_yaml': 'rover_pr3d_roles.yaml', 'urdf_path': ''})
@@ -176,10 +184,7 @@ def test_t14_nodes_over_dds_match_offline_and_posture_service(rover):
         assert ev.candidates[0].label == '0.55' and abs(ev.beta_rad - np.deg2rad(40)) < 1e-12
         assert posture.poll() is None and impact.poll() is None
     finally:
-        pub_node.destroy_node()
-        listener.close()
-        rclpy.shutdown()
-        out_i, out_p = stop(impact), stop(posture)
+        out_i, out_p = _close(pub_node, listener, impact, posture)
     assert 'Traceback' not in out_i + out_p, out_i + out_p
 
 
@@ -400,9 +405,6 @@ def test_ordering_counts_and_overrun_over_dds(rover):
         assert int(timing['overruns_total']) >= 1
         assert impact.poll() is None and posture.poll() is None
     finally:
-        pub_node.destroy_node()
-        listener.close()
-        rclpy.shutdown()
-        out_i, out_p = stop(impact), stop(posture)
+        out_i, out_p = _close(pub_node, listener, impact, posture)
     assert 'Traceback' not in out_i + out_p, out_i + out_p
     assert out_i.count('out of order') <= 2                # one line per cause (rate-limited), no payload

@@ -86,7 +86,7 @@ def test_fixed_joints_are_named_and_the_role_map_unfixes_them():
     for j, lim in ((ROCKERS[0], 0.5), (BOGIES[1], 0.6)):        # limits: given (rocker) or the URDF's (bogie)
         jm = pm.joints[pm.getJointId(j)]
         assert pm.lowerPositionLimit[jm.idx_q] == pytest.approx(-lim) and pm.upperPositionLimit[jm.idx_q] == lim
-        assert np.allclose(m._axis(m.jid[j]), [0, 1, 0])
+        assert np.allclose(m.joint_axis(m.jid[j]), [0, 1, 0])
     assert set(m.roles.passive_joints) == set(ROCKERS + BOGIES)            # rockers and bogies are passive
     # the unfixed rocker really turns about y: rotating it moves the front wheel centre by r × axis
     q0, q1 = m.configuration(), m.configuration({ROCKERS[0]: 0.1})

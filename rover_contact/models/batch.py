@@ -41,7 +41,7 @@ class BatchTree:
         self.parent = {j: pm.parents[j] for j in self.jids}
         self.place_R = {j: pm.jointPlacements[j].rotation.copy() for j in self.jids}
         self.place_p = {j: pm.jointPlacements[j].translation.copy() for j in self.jids}
-        self.axis = {j: model._axis(j) for j in self.jids}
+        self.axis = {j: model.joint_axis(j) for j in self.jids}
         self.prismatic = {j: pm.joints[j].shortname().startswith('JointModelP') for j in self.jids}
         self.idx_v = {j: pm.joints[j].idx_v for j in self.jids}
         self.ancestors = {1: []}

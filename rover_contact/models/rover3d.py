@@ -443,12 +443,12 @@ class RoverModel:
         c, a = [], []
         for jid in self.wheel_jid:
             oM = self.data.oMi[jid]
-            axis = self._axis(jid)
+            axis = self.joint_axis(jid)
             c.append(oM.translation.copy())
             a.append(oM.rotation @ axis)
         return np.array(c), np.array(a)
 
-    def _axis(self, jid: int) -> np.ndarray:
+    def joint_axis(self, jid: int) -> np.ndarray:
         """Unit axis of a 1-DOF joint in its own frame (rotation axis, or translation for a prismatic joint)."""
         return self._axes[jid].copy()
 
@@ -481,7 +481,7 @@ class RoverModel:
         for w in wheels:
             k = self.wheel_names.index(w)
             jid = self.wheel_jid[k]
-            centre, axle = self.data.oMi[jid].translation, self.data.oMi[jid].rotation @ self._axis(jid)
+            centre, axle = self.data.oMi[jid].translation, self.data.oMi[jid].rotation @ self.joint_axis(jid)
             out.append(wheel_point(centre, axle, np.asarray(direction, float), self.wheel_radius[k],
                                    self.wheel_contact))
         return np.array(out).reshape(-1, 3)
@@ -527,7 +527,7 @@ class RoverModel:
         v[0:3] = R.T @ (speed * d)
         down = np.array([0.0, 0.0, -1.0])
         for k, jid in enumerate(self.wheel_jid):
-            centre, axle = self.data.oMi[jid].translation, self.data.oMi[jid].rotation @ self._axis(jid)
+            centre, axle = self.data.oMi[jid].translation, self.data.oMi[jid].rotation @ self.joint_axis(jid)
             P = wheel_point(centre, axle, down, self.wheel_radius[k], self.wheel_contact)
             lever = np.cross(axle, P - centre)
             denom = lever @ d
