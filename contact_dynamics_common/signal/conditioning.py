@@ -24,7 +24,7 @@ For regressor columns that are *already built* (e.g. a PKM regressor from measur
 its parameters with the columns as measured).
 
 **Bandwidth from the data** (:func:`choose_bandwidth`): the top of the excitation band f_exc from the Welch
-PSD of x (``filters.excitation_band``); the kernel cut-off is ``factor`` x f_exc (default 4), kept between
+PSD of x (:func:`excitation_top`, noise floor excluded); the kernel cut-off is ``factor`` x f_exc (default 4), kept between
 a floor and 0.4 x Nyquist; a second, defensible cut-off (``alternative_ratio`` x, default 0.6 of it, still
 >= 2 f_exc) is returned for the conditioning term of :mod:`contact_dynamics_common.trust.covariance` (how much
 the estimate moves between the two bandwidths). Both are stated in :class:`Bandwidth`
@@ -49,9 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .filters import excitation_band
-
-__all__ = ['Bandwidth', 'choose_bandwidth', 'width_for_cutoff', 'cutoff_for_width', 'kernel_half',
+__all__ = ['Bandwidth', 'choose_bandwidth', 'excitation_top', 'width_for_cutoff', 'cutoff_for_width', 'kernel_half',
            'hole_segments', 'kernel_filter', 'filtered_derivatives', 'parallel_filter', 'noise_std',
            'stamp_jitter', 'derivative_noise_gain', 'CausalKernel', 'local_fit_attenuation',
            'local_polynomial_weights']
@@ -127,13 +125,28 @@ class Bandwidth:
                 'stamp_jitter': float(self.jitter)}
 
 
+def excitation_top(x: np.ndarray, rate_hz: float, *, rel_floor: float = 1e-3, floor_factor: float = 30.0,
+                   resolution_hz: float = 0.25) -> float:
+    """Highest frequency (Hz) where the Welch PSD of the detrended x stands out of both ``rel_floor`` x its
+    peak and ``floor_factor`` x its median (the noise floor: a multisine or a band-limited excitation
+    occupies few of the bins), so that measurement noise and quantisation are not counted as excitation."""
+    from scipy.signal import welch
+    x = np.asarray(x, dtype=np.float64)
+    nper = int(min(len(x), max(16, round(rate_hz / resolution_hz))))
+    f, p = welch(x - x.mean(), fs=rate_hz, nperseg=nper, detrend='linear')
+    if not p.max() > 0:
+        return 0.0
+    above = np.flatnonzero(p > max(rel_floor * p.max(), floor_factor * float(np.median(p))))
+    return float(f[above[-1]]) if len(above) else 0.0
+
+
 def choose_bandwidth(t: np.ndarray, x: np.ndarray, *, factor: float = 4.0, alternative_ratio: float = 0.6,
-                     minimum_hz: float = 2.0, rel_floor: float = 1e-4, max_nyquist_share: float = 0.4,
-                     min_width_periods: float = 2.0) -> Bandwidth:
+                     minimum_hz: float = 2.0, rel_floor: float = 1e-3, floor_factor: float = 30.0,
+                     max_nyquist_share: float = 0.4, min_width_periods: float = 2.0) -> Bandwidth:
     """Derivative bandwidth from the excitation spectrum of x (stamps t, s).
 
-    f_exc = ``excitation_band`` (Welch PSD above ``rel_floor`` of its peak, on the longest hole-free segment,
-    noise floor included: a conservative top); cutoff = clip(factor f_exc, minimum_hz, hi) with
+    f_exc = :func:`excitation_top` (Welch PSD above ``rel_floor`` of its peak and ``floor_factor`` x its median
+    noise floor, on the longest hole-free segment); cutoff = clip(factor f_exc, minimum_hz, hi) with
     hi = min(max_nyquist_share x Nyquist, the cut-off of a kernel ``min_width_periods`` samples wide);
     alternative = max(alternative_ratio cutoff, 2 f_exc, minimum_hz / 2) (kept below cutoff).
     Raises ValueError with fewer than 16 samples.
@@ -150,7 +163,7 @@ def choose_bandwidth(t: np.ndarray, x: np.ndarray, *, factor: float = 4.0, alter
     a, b = max(segs, key=lambda s: s[1] - s[0])
     xs = x[a:b]
     ok = np.isfinite(xs)
-    f_exc = excitation_band(xs[ok], rate, rel_floor=rel_floor) if ok.sum() >= 16 else 0.0
+    f_exc = excitation_top(xs[ok], rate, rel_floor=rel_floor, floor_factor=floor_factor) if ok.sum() >= 16 else 0.0
     hi = min(max_nyquist_share * rate / 2.0, cutoff_for_width(min_width_periods * period))
     cutoff = float(min(max(factor * f_exc, minimum_hz), hi))
     alt = float(min(max(alternative_ratio * cutoff, 2.0 * f_exc, 0.5 * minimum_hz), cutoff))

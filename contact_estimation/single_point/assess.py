@@ -138,6 +138,7 @@ def convergence_check(estimator, history: list[ContactEstimate], **kwargs) -> tr
                                  reference_sigma=last.extras.get('reference_std'),
                                  check=last.identifiable or None, **{'rel_floor': ADAPTIVE_RESOLUTION, **kwargs})
     sig = np.sqrt(np.diagonal(np.array([e.covariance for e in history]), axis1=1, axis2=2))
+    sig = sig * np.array([_nis_scale(e) for e in history])[:, None]
     return trust.convergence(last.names, values, sig, initial=theta0, prior_sigma=sigma0,
                              check=last.identifiable or None, **kwargs)
 
@@ -179,10 +180,13 @@ def adequacy_checks(est: ContactEstimate, samples: ContactSamples, alpha: float 
     # the signal chain: the gap to the parallel-filtered fit of the same window (no differentiator bias), whose
     # own covariance holds its HAC sandwich, the EIV bias of the x noise through the kernels and the
     # conditioning term of two defensible bandwidths (contact_dynamics_common.trust.covariance)
-    pf = _per_window(_parallel_reference, samples, est.model, model)
+    keep = tuple(bool(u) for u in np.broadcast_to(np.asarray(used, dtype=bool), (len(est.names),)))
+    pf = _per_window(_parallel_reference, samples, (est.model, keep), model, keep)
     if pf is not None:
         gap_pf = np.where(used, est.values - pf['theta'], 0.0)
         var = np.maximum(var, np.diagonal(pf['covariance']) + gap_pf ** 2)
+        if pf.get('bands') is not None:
+            checks.append(pf['bands'])
     if not model.uses_acceleration:
         om = _per_window(_omitted_mass, samples, (est.model, alpha), X, F, alpha)
         if not om.ok:
@@ -225,9 +229,13 @@ def adequacy_checks(est: ContactEstimate, samples: ContactSamples, alpha: float 
                                                                    note='correlated residuals; HAC sigma'))
     checks.append(white)
     own = np.sqrt(np.maximum(np.diagonal(cov), 1e-300))
-    ratio = np.sqrt(np.maximum(var, 1e-300)) / own
-    honest = make_spd(cov * np.outer(ratio, ratio)) if np.any(ratio > 1.0) else cov
-    return checks, honest
+    target = np.maximum(np.sqrt(np.maximum(var, 1e-300)), own)
+    if not np.any(target > own):
+        return checks, cov
+    # the estimate's correlation with the honest sigmas (formed without the overflow of cov * ratio ratio^T when
+    # the own sigma of an exact fit is ~1e-150)
+    corr = np.clip(cov / np.outer(own, own), -1.0, 1.0)
+    return checks, make_spd(corr * np.outer(target, target))
 
 
 def assess(est: ContactEstimate, samples: ContactSamples, convergence: trust.Check | None = None,
@@ -301,6 +309,9 @@ class RecentSamples:
 
 #: the live monitor records an estimator's estimate every this many in-contact samples
 MONITOR_SAMPLES = 200
+#: observations (x MONITOR_SAMPLES in-contact samples) at which model adequacy and the honest sigma are first
+#: evaluated, before the convergence history is long enough (min_reports); before the first, nothing is valid
+EARLY_ADEQUACY = (2, 5)
 #: observed estimates (x MONITOR_SAMPLES samples: the adequacy window) over which a tracking estimator's
 #: movement counts towards its sigma
 TRACK_OBSERVATIONS = 10
@@ -344,6 +355,7 @@ class TrustMonitor:
         self._verdict: trust.Check | None = None
         self._adequacy: list[trust.Check] = []
         self._factor: np.ndarray | None = None
+        self._honest_sigma: np.ndarray | None = None
 
     def observe(self, est: ContactEstimate, window) -> None:
         if est.samples_used <= 0:
@@ -351,17 +363,19 @@ class TrustMonitor:
         self._history.append(est)
         self._remember(est)
         self._count += 1
-        if self._count < self.min_reports:
-            return
         due = self._count - self.min_reports
-        if due % self.every == 0:
+        early = self._count in EARLY_ADEQUACY and self._count < self.min_reports
+        if self._count < self.min_reports and not early:
+            return
+        if due >= 0 and due % self.every == 0:
             settle = {} if not tracking(self.estimator) else {'min_tail': 10 ** 9}
             self._verdict = self._convergence(rel_floor=LIVE_RESOLUTION, **settle)
-        if due % self.adequacy_every == 0:
+        if early or due % self.adequacy_every == 0:
             checks, honest = adequacy_checks(est, window())
             self._adequacy = [c for c in checks if not c.ok or c.reason != 'ok']
             own = np.sqrt(np.maximum(np.diagonal(est.covariance), 1e-300))
-            factor = np.sqrt(np.maximum(np.diagonal(honest), 1e-300)) / own
+            self._honest_sigma = np.sqrt(np.maximum(np.diagonal(honest), 1e-300))
+            factor = np.minimum(self._honest_sigma / own, 1e100)    # no overflow
             self._factor = factor if np.any(factor > 1.0) else None
 
     def _remember(self, est: ContactEstimate) -> None:
@@ -374,7 +388,7 @@ class TrustMonitor:
             self._ring = np.zeros((self.length, 2 * p))
         slot = self._count % self.length
         self._ring[slot, :p] = est.values
-        self._ring[slot, p:] = np.sqrt(np.diagonal(est.covariance))
+        self._ring[slot, p:] = np.sqrt(np.diagonal(est.covariance)) * _nis_scale(est)
         self._known[slot] = bool(est.extras.get('covariance_known', True))
 
     def _convergence(self, **kwargs) -> trust.Check | None:
@@ -392,17 +406,31 @@ class TrustMonitor:
         theta0, sigma0 = prior_of(self.estimator)
         p = self._ring.shape[1] // 2
         values, sigma = np.ascontiguousarray(rows[:, :p]), np.ascontiguousarray(rows[:, p:])
+        if self._factor is not None and len(self._factor) == p and not kwargs.get('min_tail', 0) > 10 ** 8:
+            # the settle rule judges drift against the honest sigma (HAC, signal chain), not the white-noise one
+            sigma = sigma * self._factor
         return trust.convergence(last.names, values, sigma, initial=theta0, prior_sigma=sigma0,
                                  check=last.identifiable or None, **kwargs)
 
     def review(self, est: ContactEstimate) -> ContactEstimate:
         if est.samples_used <= 0:
             return est
+        if self._count < EARLY_ADEQUACY[0]:
+            # no adequacy check (honest sigma, model mismatch) has run yet: an estimate with only its own
+            # white-noise sigma is not published as valid
+            need = EARLY_ADEQUACY[0] * MONITOR_SAMPLES
+            return published(with_checks(est, [trust.Check(False, f'warming up: trust not assessed yet (the '
+                                                                  f'first check needs {need} in-contact samples)',
+                                                           'convergence')]))
         checks = [] if self._verdict is None or self._verdict.ok else [self._verdict]
         checks += [c for c in self._adequacy if c.kind != 'nis']
         cov = None
         if self._factor is not None and len(self._factor) == len(est.names):
-            cov = est.covariance * np.outer(self._factor, self._factor)      # SPD: a diagonal congruence
+            # the honest sigma of the last adequacy check, carried to this estimate as its ratio to the own
+            # sigma but never beyond the honest sigma itself (an own sigma of an exact fit can move by decades)
+            own = np.sqrt(np.maximum(np.diagonal(est.covariance), 1e-300))
+            f = np.maximum(1.0, np.minimum(self._factor, self._honest_sigma / own))
+            cov = make_spd(est.covariance * np.outer(f, f))     # a diagonal congruence
         if 'nis' in est.extras:
             nis = _nis(est)
             if nis.reason != 'ok':
@@ -451,6 +479,13 @@ def boundaries(done: int, n: int, every: int = MONITOR_SAMPLES) -> np.ndarray:
     of ``every``: where the monitors observe."""
     first = every - done % every
     return np.arange(first, n + 1, every, dtype=np.int64)
+
+
+def _nis_scale(est: ContactEstimate) -> float:
+    """sqrt(max(1, mean NIS)) of a Kalman estimate (1 otherwise): its sigma with a force noise set too low is
+    that much too small, and the settle rule must judge its drift against the honest sigma."""
+    nis = est.extras.get('nis')
+    return float(np.sqrt(max(1.0, float(nis)))) if nis is not None and np.isfinite(nis) else 1.0
 
 
 def _nis(est: ContactEstimate) -> trust.Check:
@@ -515,17 +550,25 @@ def _reference(samples: ContactSamples, X: np.ndarray, F: np.ndarray, model) -> 
     return theta, cov
 
 
+#: parameters of the two halves of the excitation band must agree within this many combined sigma ...
+BAND_Z = 4.0
+#: ... or this share of their value
+BAND_REL = 0.05
+#: the stiffness is compared between the bands only when the rate force carries this share of the force
+BAND_RATE_SHARE = 0.02
 #: the parallel-filtered reference needs at least this many samples per parameter after the kernel edges
 _PF_MIN_PER_PARAMETER = 20
 
 
-def _parallel_reference(samples: ContactSamples, model) -> dict | None:
+def _parallel_reference(samples: ContactSamples, model, keep: tuple[bool, ...] | None = None) -> dict | None:
     """Parallel-filtered least squares of the window (None when too short): the Gaussian kernel of
     ``signal.conditioning`` on F and x, its exact derivatives as the rate (and acceleration) regressors, at
     the bandwidth chosen from the excitation spectrum of x and at the alternative one.
 
     Returns {'theta', 'covariance' (trust.covariance.combine of the HAC sandwich, the EIV bias of the white
-    x noise through the kernels, and the conditioning term theta(bw) - theta(alt)), 'bandwidth', 'terms'}.
+    x noise through the kernels, and the conditioning term theta(bw) - theta(alt)), 'bandwidth', 'terms',
+    'bands' (:func:`_band_consistency`)}. ``keep``: the parameters fitted (the identifiable ones: an
+    unexcited column is left out; its entries are 0).
     """
     from contact_dynamics_common.signal import conditioning as cond
     from contact_dynamics_common.trust import covariance as hcov
@@ -538,18 +581,22 @@ def _parallel_reference(samples: ContactSamples, model) -> dict | None:
     except ValueError:
         return None
     orders = (0, 1, 2) if model.uses_acceleration else (0, 1)
+    keep = (True,) * p if keep is None else tuple(keep)
+    cols_kept = np.flatnonzero(keep)
+    if not len(cols_kept):
+        return None
     fits = []
     for width in (bw.width_s, bw.alternative_width_s):
         cols = cond.filtered_derivatives(t, x, width, orders=orders)
         Ff = cond.kernel_filter(t, F, width)
-        X = model.regressor(*cols)
+        X = model.regressor(*cols)[:, cols_kept]
         ok = np.isfinite(X).all(axis=1) & np.isfinite(Ff)
         if ok.sum() < _PF_MIN_PER_PARAMETER * p:
             return None
         scale = np.sqrt(np.maximum((X[ok] ** 2).mean(axis=0), 1e-300))
         theta = np.linalg.lstsq(X[ok] / scale, Ff[ok], rcond=None)[0] / scale
-        fits.append((theta, X[ok], Ff[ok] - X[ok] @ theta))
-    theta, X, r = fits[0]
+        fits.append((theta, X[ok], Ff[ok] - X[ok] @ theta, X, Ff, ok))
+    theta, X, r = fits[0][:3]
     sw = hcov.sandwich(X, r)
     # errors in variables: white x noise (level from its high-order differences on the longest hole-free
     # piece) through the kernel weights of the regressor columns
@@ -558,10 +605,83 @@ def _parallel_reference(samples: ContactSamples, model) -> dict | None:
     period = 1.0 / bw.rate_hz
     half = cond.kernel_half(bw.width_s, period)
     rows = cond._kernel_rows(np.arange(2 * half + 1) * period, bw.width_s, half, orders)
-    sigma_e = hcov.kernel_error_covariance({o: rows[o][0] for o in orders}, sigma_x, orders)
+    sigma_e = hcov.kernel_error_covariance({o: rows[o][0] for o in orders}, sigma_x, orders)[np.ix_(cols_kept, cols_kept)]
     bias = hcov.eiv_bias(X, theta, sigma_e)
     honest = hcov.combine(sw, eiv=bias, conditioning=hcov.conditioning(theta, fits[1][0]))
-    return {'theta': theta, 'covariance': honest.covariance, 'bandwidth': bw, 'terms': honest}
+    bands = _band_consistency(t, fits[0][3], fits[0][4], fits[0][5], model, sigma_e) if all(keep) else None
+    theta_full = np.zeros(p)
+    theta_full[cols_kept] = theta
+    cov_full = np.zeros((p, p))
+    cov_full[np.ix_(cols_kept, cols_kept)] = honest.covariance
+    return {'theta': theta_full, 'covariance': cov_full, 'bandwidth': bw, 'terms': honest, 'bands': bands}
+
+
+def _band_consistency(t: np.ndarray, X: np.ndarray, y: np.ndarray, ok: np.ndarray, model, sigma_e: np.ndarray
+                      ) -> trust.Check | None:
+    """Do the parameters agree between the lower and the upper half of the excitation band? (the stiffness only
+    on dynamic data: damping force >= BAND_RATE_SHARE of the force)
+
+    The parallel-filtered regressors X and target y (exact for the model) are split by one more Gaussian kernel
+    at f_s, the frequency below which half the rate's power lies: low = h_s * (X, y), high = (X, y) - low (both
+    linear filters: the model holds exactly in each band). Each band is fitted by least squares with its HAC
+    sandwich and EIV bias (``trust.covariance``). A parameter that differs by more than BAND_Z combined sigma and
+    BAND_REL of its value fails: ``model mismatch suspected: <name> differs between frequency bands``
+    (frequency-dependent loss such as hysteresis, an omitted mass or friction). None when a band is too
+    poorly excited to tell."""
+    from scipy.signal import welch
+    from contact_dynamics_common.signal import conditioning as cond
+    from contact_dynamics_common.trust import covariance as hcov
+    idx = np.flatnonzero(ok)
+    if len(idx) < 400:
+        return None
+    a, b = max(cond.hole_segments(t[idx]), key=lambda s: s[1] - s[0])
+    seg = idx[a:b]
+    if len(seg) < 400:
+        return None
+    rate = 1.0 / float(np.median(np.diff(t[seg])))
+    f, pw = welch(X[seg, 1] - X[seg, 1].mean(), fs=rate, nperseg=min(len(seg), int(4 * rate)))
+    cum = np.cumsum(pw)
+    if not cum[-1] > 0:
+        return None
+    f_s = float(f[min(int(np.searchsorted(cum, 0.5 * cum[-1])), len(f) - 1)])
+    if not 0 < f_s < 0.2 * rate:
+        return None
+    Xs, ys = X[seg], y[seg]
+    lo_X, lo_y, lo_ok = cond.parallel_filter(t[seg], Xs, ys, cond.width_for_cutoff(f_s))
+    bands = ((lo_X[lo_ok], lo_y[lo_ok]), (Xs[lo_ok] - lo_X[lo_ok], ys[lo_ok] - lo_y[lo_ok]))
+    p = X.shape[1]
+    thetas, variances = [], []
+    for Xb, yb in bands:
+        if len(yb) < 50 * p:
+            return None
+        sc = np.sqrt(np.maximum((Xb * Xb).mean(axis=0), 1e-300))
+        th = np.linalg.lstsq(Xb / sc, yb, rcond=None)[0] / sc
+        # EIV bias of this band, conservatively with the whole regressor noise (the upper band holds most of it)
+        bias = hcov.eiv_bias(Xb, th, sigma_e)
+        cov = hcov.combine(hcov.sandwich(Xb, yb - Xb @ th), eiv=bias).covariance
+        thetas.append(th)
+        variances.append(np.diagonal(cov))
+    d = thetas[0] - thetas[1]
+    sd = np.sqrt(variances[0] + variances[1])
+    details = {'split_hz': f_s, **{f'{n}_low': float(thetas[0][j]) for j, n in enumerate(model.names)},
+               **{f'{n}_high': float(thetas[1][j]) for j, n in enumerate(model.names)}}
+    j_b = model.names.index('damping')
+    rate_share = abs(float(thetas[0][j_b] + thetas[1][j_b])) / 2 * float(np.sqrt(np.mean(Xs[:, j_b] ** 2))) \
+        / max(float(np.sqrt(np.mean(ys ** 2))), 1e-300)
+    for j, name in enumerate(model.names):
+        if name == 'mass':
+            continue          # weakly excited in the lower band; an omitted or wrong mass has its own test
+        if name == 'stiffness' and rate_share < BAND_RATE_SHARE:
+            # on quasi-static data a stiffness that differs between the bands is a nonlinear spring (secant
+            # on the slow levels, tangent in the fast part): the secant-vs-tangent question, not a loss mismatch
+            continue
+        ref = max(abs(thetas[0][j]), abs(thetas[1][j]))
+        if abs(d[j]) > BAND_Z * sd[j] and abs(d[j]) > BAND_REL * ref:
+            return trust.Check(False, f'{trust.MISMATCH}: {name} differs between frequency bands (below '
+                                      f'{f_s:.3g} Hz {thetas[0][j]:.4g}, above {thetas[1][j]:.4g}, '
+                                      f'{abs(d[j]) / sd[j]:.1f} sigma): frequency-dependent loss (hysteresis), '
+                                      'an omitted mass or friction', 'band_consistency', details=details)
+    return trust.Check(True, 'ok', 'band_consistency', details=details)
 
 
 def _omitted_directional(samples: ContactSamples, X: np.ndarray, F: np.ndarray, alpha: float) -> trust.Check:

@@ -5,7 +5,7 @@ independently of the estimators and of ``simulate.py``: the deformation is impos
 pressing on the environment) as a preload plus a random-phase multisine, and the normal force is computed in
 closed form from the family's environment law:
 
-    F = k x + b xdot [+ m xddot] [+ friction mu F_dyn s(xdot)] [+ k_h P_r(x) (play-operator hysteresis)]
+    F = k x + b xdot [+ m xddot] [+ friction mu F_dyn s(xdot)] [+ k_h (x - P_r(x)) (Jenkins-element hysteresis)]
 
 Drawn per run (every family): stiffness k log-uniform 1e2 - 1e6 N/m; preload force 10 - 1000 N (x stays in
 contact: x in [0.4, 1.6] x0); damping with a rate-force share of 3 - 60 % of the spring's dynamic force at the
@@ -102,12 +102,12 @@ def _experiment(rng: np.random.Generator, *, mass_share: float = 0.0, friction: 
     if friction > 0:
         v_s = 0.02 * float(np.std(xd))
         force = force + friction * dyn * np.tanh(xd / v_s)
-    k_total = k
     if hysteresis > 0:
+        # a Jenkins element (spring k_h in series with a slider that slips at k_h r) beside the spring: the
+        # dissipative two-branch loop of a hysteretic spring (loading branch above unloading)
         r = hysteresis * float(np.std(x))
         k_h = 0.5 * k
-        force = force + k_h * _play(x, r)
-        k_total = k + k_h
+        force = force + k_h * (x - _play(x, r))
     noise_f = float(10 ** rng.uniform(-3, np.log10(0.05)))
     noise_x = float(10 ** rng.uniform(-3, np.log10(0.05)))
     f_meas = force + noise_f * dyn * rng.standard_normal(n)
@@ -134,7 +134,7 @@ def _experiment(rng: np.random.Generator, *, mass_share: float = 0.0, friction: 
     f_meas = f_meas * ramp_w
     xdm = xdm * ramp_d
     return dict(t=t[keep_w], f=f_meas[keep_w], td=td[keep_d], x=xdm[keep_d],
-                truth={'stiffness': k_total, 'damping': b, 'mass': m},
+                truth={'stiffness': k, 'damping': b, 'mass': m},
                 good=noise_f <= 0.01 and noise_x <= 0.01 and damping_share >= 0.1,
                 draw=dict(rate=rate, k=k, damping_share=damping_share, f_top=f_top, f_low=f_low, noise_f=noise_f,
                           noise_x=noise_x, jitter=jitter, div=div, hole=hole, quant=quant))
@@ -197,7 +197,8 @@ def kvm_mass(rng: np.random.Generator) -> list[Outcome]:
 
 
 def kv_hysteresis(rng: np.random.Generator) -> list[Outcome]:
-    """A hysteretic spring: k x + k_h P_r(x) (play operator, k_h = k / 2, half-width 5-50 % of the rms
-    deformation) + b xdot; truth: the backbone stiffness k + k_h. A mismatch to cover or flag."""
+    """A hysteretic spring: k x + b xdot + k_h (x - P_r(x)) (a Jenkins element: P_r the play operator of
+    half-width r = 5-50 % of the rms deformation, k_h = k / 2, slipping at k_h r); truth: the large-cycle
+    stiffness k and the viscous b. A mismatch to cover or flag."""
     exp = _experiment(rng, hysteresis=float(rng.uniform(0.05, 0.5)))
     return _outcomes(_run_pipeline(exp, 'kelvin_voigt'), exp, 'kelvin_voigt', False)
