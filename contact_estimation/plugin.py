@@ -2,7 +2,7 @@
 
 Listed in resource/contact_dynamics_plugins; nothing here imports more than the registry's data classes.
 """
-from contact_dynamics_common.registry import Command, Demo, OfflineNodeSpec, Plugin, Simulator
+from contact_dynamics_common.registry import Calibration, Command, Demo, OfflineNodeSpec, Plugin, Simulator
 
 _SP = 'contact_estimation.single_point'
 
@@ -46,5 +46,19 @@ PLUGIN = Plugin(
     demos=(
         Demo('contact', f'{_SP}.demo:main',
              'simulate a 1-DOF contact, estimate it offline with RLS and GLS, print estimates vs truth'),
+    ),
+    calibrations=(
+        Calibration('single_point/kv_multisine', 'contact_estimation.single_point.calibration_families:kv_multisine',
+                    'single point, node pipeline (rls, ils, ia, kalman, gls): Kelvin-Voigt, random multisine, '
+                    'noise, quantisation, jitter, holes, rate mismatch (model fits)'),
+        Calibration('single_point/kv_friction', 'contact_estimation.single_point.calibration_families:kv_friction',
+                    'single point: Coulomb friction 0-50 % of the dynamic force under Kelvin-Voigt (mismatch)'),
+        Calibration('single_point/kv_omitted_mass',
+                    'contact_estimation.single_point.calibration_families:kv_omitted_mass',
+                    'single point: environment mass under Kelvin-Voigt (mismatch)'),
+        Calibration('single_point/kvm_mass', 'contact_estimation.single_point.calibration_families:kvm_mass',
+                    'single point: environment mass, model kelvin_voigt_mass (issue 14 class 1 at random)'),
+        Calibration('single_point/kv_hysteresis', 'contact_estimation.single_point.calibration_families:kv_hysteresis',
+                    'single point: hysteretic spring (Jenkins element) under Kelvin-Voigt (mismatch)'),
     ),
 )
