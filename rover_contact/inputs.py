@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
 
 from contact_dynamics_common.params import ConfigError
-from contact_dynamics_common.signal.stamps import StampGate
+from contact_dynamics_common.signal.stamps import GateCounts, StampGate
 
 from .impact.geometry import beta_from_face_normal, beta_from_step
 from .models.rover3d import ModelError, RoverModel, load_roles
@@ -78,18 +78,20 @@ class Hypothesis:
     origin: np.ndarray | None = None
 
 
-#: per input: the count key of received samples, of accepted ones, and the causes a sample is dropped for
-#: (each a count key); received = accepted + Σ dropped causes. ``*_time_jumps`` (accepted after a backward jump
-#: of more than time_jump_s: a restarted or looped source) and ``joint_unknown_names`` are information only.
+#: per input: the prefix of its count keys, the key of received samples, of accepted ones, and the causes a
+#: sample is dropped for (each a count key; the stamp gate's causes are added as <prefix>_<cause>);
+#: received = accepted + Σ dropped. ``<prefix>_time_jumps`` (accepted after a backward jump of more than
+#: time_jump_s: a restarted or looped source) and ``joint_unknown_names`` are information only.
 LEDGER = {
-    'joint_states': ('joint_states', 'joint_states_accepted',
-                     ('joint_state_malformed', 'joint_missing', 'joint_nonfinite', 'joint_zero_stamp',
-                      'joint_out_of_order')),
-    'odometry': ('odometry', 'odometry_accepted',
-                 ('odometry_nonfinite', 'odometry_bad_quaternion', 'odometry_zero_stamp', 'odometry_out_of_order')),
-    'obstacle': ('obstacle', 'obstacle_accepted',
-                 ('obstacle_rejected', 'obstacle_zero_stamp', 'obstacle_out_of_order', 'obstacle_repeated')),
+    'joint_states': ('joint', 'joint_states', 'joint_states_accepted',
+                     ('joint_state_malformed', 'joint_missing', 'joint_nonfinite', 'joint_zero_stamp')),
+    'odometry': ('odometry', 'odometry', 'odometry_accepted',
+                 ('odometry_nonfinite', 'odometry_bad_quaternion', 'odometry_zero_stamp')),
+    'obstacle': ('obstacle', 'obstacle', 'obstacle_accepted',
+                 ('obstacle_rejected', 'obstacle_zero_stamp', 'obstacle_repeated')),
 }
+#: the stamp gate's drop causes (GateCounts fields but accepted / time_jumps), e.g. out_of_order
+GATE_CAUSES = tuple(f.name for f in fields(GateCounts) if f.name not in ('accepted', 'time_jumps'))
 #: drop causes that are not an input error (no last_error, no WARN): a hypothesis re-sent with the same stamp
 QUIET_DROPS = ('obstacle_repeated',)
 
@@ -140,24 +142,29 @@ class RoverInputs:
 
     def _ordered(self, kind: str, stamp_ns: int, prefix: str, what: str) -> bool:
         """The stamp gate of input ``kind``: True if ``stamp_ns`` is accepted (later than the last accepted
-        sample, or a time jump); else the sample is counted as ``<prefix>_out_of_order``."""
+        sample, or a time jump, counted ``<prefix>_time_jumps``); else the sample is dropped and counted under the
+        gate's own cause, ``<prefix>_<cause>`` (``out_of_order``, or any cause a later gate adds)."""
         gate = self.gates[kind]
         last = gate.last_ns
+        before = gate.counts.as_dict()
         segments = gate.filter(np.array([stamp_ns], dtype=np.int64))
+        after = gate.counts.as_dict()
         if not any(seg.index.size for seg in segments):
-            self._error(f'{prefix}_out_of_order', f'{what} stamped {(last - stamp_ns) * NS:.3f} s before the last '
-                        f'accepted one: sample dropped (out of order)')
+            cause = next((k for k in GATE_CAUSES if after.get(k, 0) > before.get(k, 0)), 'out_of_order')
+            ago = f'{(last - stamp_ns) * NS:.3f} s before the last accepted one' if last is not None else 'early'
+            self._error(f'{prefix}_{cause}', f'{what} stamped {ago}: sample dropped ({cause.replace("_", " ")})')
             return False
-        if segments[0].reset_before:
+        if segments[0].reset_before or after.get('time_jumps', 0) > before.get('time_jumps', 0):
             self.counts[f'{prefix}_time_jumps'] += 1
         return True
 
     def ledger(self) -> dict:
         """Per input: {'received', 'accepted', 'dropped': {cause: n}} (received = accepted + Σ dropped)."""
         out = {}
-        for kind, (received, accepted, causes) in LEDGER.items():
+        for kind, (prefix, received, accepted, causes) in LEDGER.items():
+            names = list(dict.fromkeys(list(causes) + [f'{prefix}_{c}' for c in GATE_CAUSES]))
             out[kind] = {'received': self.counts[received], 'accepted': self.counts[accepted],
-                         'dropped': {c: self.counts[c] for c in causes if self.counts[c]}}
+                         'dropped': {c: self.counts[c] for c in names if self.counts[c]}}
         return out
 
     def rejected_total(self) -> int:
@@ -175,7 +182,7 @@ class RoverInputs:
             for cause, n in v['dropped'].items():
                 out[f'{kind}.dropped.{cause}'] = n
         out['rejected_total'] = self.rejected_total()
-        out['time_jumps'] = sum(self.counts[f'{p}_time_jumps'] for p in ('joint', 'odometry', 'obstacle'))
+        out['time_jumps'] = sum(self.counts[f'{p}_time_jumps'] for p, *_ in LEDGER.values())
         out['unknown_names'] = self.counts['joint_unknown_names']
         out['stale'] = self.counts['stale']
         return out

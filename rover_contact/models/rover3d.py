@@ -36,6 +36,12 @@ class ModelError(ValueError):
     """A URDF or role map that cannot describe the rover (missing joints, bad radius, ...): says which."""
 
 
+def _listed(names, n: int = 12) -> str:
+    """At most ``n`` names and how many more (messages stay one bounded line)."""
+    names = list(names)
+    return ', '.join(names[:n]) + (f', ... ({len(names) - n} more)' if len(names) > n else '')
+
+
 def _names(v, key: str) -> list:
     if v is None:
         return []
@@ -269,9 +275,10 @@ class RoverModel:
             fixed = [j for j in missing if types.get(j) == 'fixed']
             absent = [j for j in missing if j not in fixed]
             parts = []
+            fixed = fixed[:12] + (['...'] if len(fixed) > 12 else [])
             if absent:
-                parts.append(f"has no joint(s) {', '.join(absent)} named in the role map (its movable joints: "
-                             f"{', '.join(names[2:]) or 'none'})")
+                parts.append(f"has no joint(s) {_listed(absent)} named in the role map (its movable joints: "
+                             f"{_listed(names[2:]) or 'none'})")
             if fixed:
                 parts.append(f"has {', '.join(fixed)} as fixed joint(s): add them to the role map's unfix list "
                              f"(unfix: [{', '.join(fixed)}], or unfix: {{name: {{axis: [x, y, z], lower: rad, "
