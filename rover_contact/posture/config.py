@@ -19,7 +19,7 @@ PARAMS: list[ParamSpec] = COMMON + [
               '(0: no speed advice, v_max NaN).', low=0.0, unit='J'),
     ParamSpec('stability_margin_m', 0.05, 'Reject candidates whose CoM projection is closer than this to the '
               'support polygon edge.', unit='m'),
-    ParamSpec('candidates_per_update', 100, 'At most this many candidates are evaluated per timer tick; a longer '
+    ParamSpec('candidates_per_update', 50, 'At most this many candidates are evaluated per timer tick; a longer '
               'list is evaluated across ticks and published (stamped with the data time at its start) when '
               'complete, so one update stays within the period (the /diagnostics timing status says when it does '
               'not). The service evaluates its request at once.', low=1, high=100000),
