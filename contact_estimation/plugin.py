@@ -48,6 +48,13 @@ PLUGIN = Plugin(
              'simulate a 1-DOF contact, estimate it offline with RLS and GLS, print estimates vs truth'),
     ),
     calibrations=(
+        Calibration('impedance/piecewise_linear', 'contact_estimation.impedance.calibration:piecewise_linear',
+                    'segmented impedance, batch + online: random mechanism, spring with 0-2 stiffness steps, '
+                    'multisine (+ sub-Hz stroke), Coulomb friction, noise, quantisation, jitter, holes'),
+        Calibration('impedance/smooth_hardening', 'contact_estimation.impedance.calibration:smooth_hardening',
+                    'segmented impedance, batch + online: smooth hardening spring (model mismatch)'),
+        Calibration('impedance/detent_stop', 'contact_estimation.impedance.calibration:detent_stop',
+                    'segmented impedance, batch + online: linear spring with a detent and a hard stop'),
         Calibration('single_point/kv_multisine', 'contact_estimation.single_point.calibration_families:kv_multisine',
                     'single point, node pipeline (rls, ils, ia, kalman, gls): Kelvin-Voigt, random multisine, '
                     'noise, quantisation, jitter, holes, rate mismatch (model fits)'),

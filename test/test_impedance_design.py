@@ -122,7 +122,12 @@ def test_recursive_equals_batch_without_forgetting_and_ignores_bad_samples():
     rec = r.profile()
     batch6 = fit_segmented(np.delete(xs, 5), np.delete(vs, 5), np.delete(acc, 5), np.delete(F, 5), EDGES)
     np.testing.assert_allclose(rec.theta, batch6.theta, rtol=1e-6)
-    np.testing.assert_allclose(rec.cov, batch6.cov, rtol=1e-3)
+    # sigma: the recursive fit publishes the residual covariance sigma^2 A^-1, the batch fit the larger of it
+    # and the HAC sandwich (trust.covariance.combine); on white-noise data they agree within the sandwich's
+    # sampling error, and the batch sigma is never the smaller one
+    s_rec = np.sqrt(np.diagonal(rec.cov, axis1=2, axis2=3))
+    s_bat = np.sqrt(np.diagonal(batch6.cov, axis1=2, axis2=3))
+    assert np.all(s_bat >= s_rec * (1 - 1e-6)) and np.all(s_bat <= 1.2 * s_rec), s_bat / s_rec
     assert np.allclose(batch.value('mass'), 0.58, rtol=0.02)
     with pytest.raises(ValueError):
         RecursiveSegmentedLS(EDGES, forgetting=1.5)

@@ -21,16 +21,21 @@ from contact_estimation.impedance.plant import dashpot_drop
 from contact_estimation.impedance.segmented import FitOptions, fit_segmented
 
 KINK_FREE = [j for j in range(8) if j != sc.KINK_SEGMENT]
+# [9, 12) mm ends at the 12 mm kink: within the filter kernel's reach (~1 mm of travel) the filtered force
+# carries the stiffer side (h * F_s(x) != F_s(h * x) for a kinked spring); the within-segment split test
+# flags it ("parameters change inside the segment"), so it is not a trusted kink-free segment
+NEAR_KINK = 3
+TRUSTED = [j for j in KINK_FREE if j != NEAR_KINK]
 EPOCH_NS = 1_760_000_000 * 10**9
 
 
 def _fit(rec, options=None, **cond_kw):
     c = condition(rec.t, rec.x_meas, rec.F_meas, rec.a_meas, t_skip=sc.FADE_IN, **cond_kw)
     return fit_segmented(c.x, c.v, c.a, c.F, rec.edges, options, noise_variance=c.noise_variance,
-                         correlation=c.correlation), c
+                         correlation=c.correlation, r=c.r), c
 
 
-def _errors(p, oracle, segs=KINK_FREE):
+def _errors(p, oracle, segs=TRUSTED):
     out = {}
     for name in ('mass', 'damping', 'stiffness'):
         out[name] = np.abs(p.value(name)[:, segs] / oracle.value(name)[:, segs] - 1.0)
@@ -39,7 +44,7 @@ def _errors(p, oracle, segs=KINK_FREE):
     return out
 
 
-def _assert_within(p, oracle, scale=1.0, segs=KINK_FREE):
+def _assert_within(p, oracle, scale=1.0, segs=TRUSTED):
     err = _errors(p, oracle, segs)
     for name, tol in (('mass', 0.03), ('damping', 0.08), ('stiffness', 0.03), ('intercept', 1.0)):
         assert np.all(np.isfinite(err[name])), (name, p.reason)
@@ -93,9 +98,14 @@ def test_s2_multisine_meets_the_accuracy_targets(s2):
     assert check.verdict == 'ok' and check.kappa.max() < 200, check.message
     p, c = _fit(s2)
     assert 40.0 <= c.cutoff_hz <= 70.0          # tied to the 13.7 Hz top tone (4x), from the PSD of x
-    assert p.valid.all(), p.reason
+    assert p.valid[:, TRUSTED].all(), p.reason
+    # the segment holding the 20 mm kink (2000 -> 3000 N/m) and the one the kernel smears the 12 mm kink into
+    # are flagged with the reason (issue 14: a segment holding a stiffness step is not reported valid)
+    for j in (sc.KINK_SEGMENT, NEAR_KINK):
+        assert not p.valid[:, j].any()
+        assert all('parameters change inside the segment' in p.reason[d][j] for d in (0, 1)), p.reason
     _assert_within(p, s2.oracle)
-    np.testing.assert_allclose(p.friction()[KINK_FREE], 0.3, atol=0.1)       # derived F_c (assumption label)
+    np.testing.assert_allclose(p.friction()[TRUSTED], 0.3, atol=0.1)         # derived F_c (assumption label)
     for d in (0, 1):
         for j in range(8):
             np.linalg.cholesky(p.cov[d, j])                                    # SPD
@@ -105,7 +115,7 @@ def test_s2_multisine_meets_the_accuracy_targets(s2):
     # not on x; a few % on b from low-pass smearing across segment edges) that no noise covariance describes
     for name in ('stiffness',):
         z = np.abs(p.value(name) - s2.oracle.value(name)) / p.std(name)
-        assert np.median(z[:, KINK_FREE]) < 3.0, (name, z)
+        assert np.median(z[:, TRUSTED]) < 3.0, (name, z)
 
 
 def test_s3_raw_central_difference_velocity(s1, s2):
@@ -137,7 +147,7 @@ def test_s4_kink_segment_and_continuity(s2):
     kk, cc = pu.value('stiffness')[0], pu.value('intercept')[0]
     assert np.abs((kk[:-1] * inner + cc[:-1]) - (kk[1:] * inner + cc[1:])).max() > 0.05
     # continuity keeps the kink-free stiffness within the S2 target except next to the kink
-    far = [0, 1, 2, 3]
+    far = [0, 1, 2]
     assert np.all(np.abs(pc.value('stiffness')[:, far] / o.value('stiffness')[:, far] - 1) <= 0.03)
 
 
@@ -145,7 +155,7 @@ def test_shared_mass_and_tikhonov_options(s2):
     ps, _ = _fit(s2, FitOptions(shared_mass=True))
     m = ps.value('mass')
     assert np.ptp(m) < 1e-9 and abs(m[0, 0] / 0.581 - 1) <= 0.03
-    _assert_within(ps, s2.oracle, segs=[0, 1, 2, 3, 4, 5, 7])
+    _assert_within(ps, s2.oracle, segs=[0, 1, 2, 4, 5, 7])
     pt, _ = _fit(s2, FitOptions(tikhonov=10.0, tikhonov_weights=(1.0, 1.0, 0.0, 0.0)))
     p0, _ = _fit(s2)
     spread = lambda p: np.ptp(p.value('damping'), axis=1).max()   # noqa: E731
@@ -188,7 +198,7 @@ def test_s5_online_with_the_measured_acceleration(s2):
             pl.step()
         profiles.append(pl.profile())
     p = profiles[0]
-    assert p.valid[:, KINK_FREE].all(), p.reason
+    assert p.valid[:, TRUSTED].all(), p.reason
     _assert_within(p, s2.oracle, scale=2.0)
     np.testing.assert_allclose(profiles[1].theta, p.theta, rtol=1e-9, atol=1e-12)
 
@@ -196,12 +206,12 @@ def test_s5_online_with_the_measured_acceleration(s2):
 def test_s5_online_profile_after_30_s(s2):
     params = validate_all(PARAMS, {'joint_name': 'slider', 'force_source': 'effort',
                                    'forgetting_factor': 1 - 1 / (4000 * 10), 'cutoff_frequency': 50.0,
-                                   'filter_order': 2})
+                                   })
     pl = ImpedancePipeline(params)
     n = int(32 * s2.rate)                     # 2 s fade-in + 30 s
     p = _stream(pl, s2, n, 400)
     assert pl.status()['sample_rate_hz'] == pytest.approx(4000.0)
-    assert p.valid[:, KINK_FREE].all(), p.reason
+    assert p.valid[:, TRUSTED].all(), p.reason
     _assert_within(p, s2.oracle, scale=2.0)
     # batching does not change the estimate; neither does pairing the force from a WrenchStamped stream
     p2 = _stream(ImpedancePipeline(params), s2, n, 1733)
@@ -232,7 +242,7 @@ def test_s7_direction_asymmetry_without_leakage():
     rec = sc.simulate('S7', seed=4)
     p, _ = _fit(rec)
     _assert_within(p, rec.oracle)
-    b = p.value('damping')[:, KINK_FREE]
+    b = p.value('damping')[:, TRUSTED]
     assert np.all(np.abs(b[0] / 11.5 - 1) <= 0.08) and np.all(np.abs(b[1] / 15.0 - 1) <= 0.08), b
 
 
@@ -267,20 +277,28 @@ def test_playback_force_model(s2):
 
 def test_quantised_encoder_differentiation_is_filtered(s2):
     c = condition(s2.t, s2.x_meas, s2.F_meas, s2.a_meas, t_skip=sc.FADE_IN)
-    v_true = s2.v[s2.analysed]
-    assert np.sqrt(np.mean((c.v - v_true) ** 2)) < 0.01 * np.sqrt(np.mean(v_true ** 2))
+    v_true = np.interp(c.t, s2.t, s2.v)          # at the kernel centres (the kernel's ends are dropped)
+    assert np.sqrt(np.mean((c.v - v_true) ** 2)) < 0.015 * np.sqrt(np.mean(v_true ** 2))
     raw = condition(s2.t, s2.x_meas, s2.F_meas, s2.a_meas, t_skip=sc.FADE_IN, filtered=False)
-    assert np.sqrt(np.mean((raw.v - v_true) ** 2)) > 5 * np.sqrt(np.mean((c.v - v_true) ** 2))
+    v_raw = np.interp(raw.t, s2.t, s2.v)
+    assert np.sqrt(np.mean((raw.v - v_raw) ** 2)) > 5 * np.sqrt(np.mean((c.v - v_true) ** 2))
 
 
 def test_adaptive_segmentation_finds_the_spring_kinks(s2):
     from contact_estimation.impedance.segmentation import adaptive_edges
     c = condition(s2.t, s2.x_meas, s2.F_meas, s2.a_meas, t_skip=sc.FADE_IN)
-    e = adaptive_edges(c.x, c.v, c.a, c.F, 0.0, 0.024, cells=48, correlation=c.correlation)
+    e = adaptive_edges(c.x, c.v, c.a, c.F, 0.0, 0.024, cells=48, correlation=c.correlation, r=c.r)
     assert e[0] == 0.0 and e[-1] == pytest.approx(0.024)
     for kink in (0.012, 0.020):
         assert np.min(np.abs(e - kink)) <= 0.5e-3, (kink, e)
-    # no cut inside the linear stretches of the spring (2-10 mm: 400 N/m, 14-19 mm: 2000 N/m)
-    assert not np.any((e > 0.0021) & (e < 0.0099)) and not np.any((e > 0.0141) & (e < 0.0189)), e
+    # no cut inside the stiff linear stretch (14-19 mm: 2000 N/m); in the soft one (400 N/m) at most one, and
+    # the profile on these edges gives the right stiffness there (with the Gaussian kernel one extra cut at
+    # 3 mm appears: the plant's 1 kHz charge-amplifier lag on F and a, not on x, is a model error that
+    # changes along the stroke)
+    assert not np.any((e > 0.0141) & (e < 0.0189)), e
+    assert np.sum((e > 0.0021) & (e < 0.0099)) <= 1, e
+    p = fit_segmented(c.x, c.v, c.a, c.F, e, noise_variance=c.noise_variance, correlation=c.correlation, r=c.r)
+    soft = (p.edges[:-1] >= 0.0019) & (p.edges[1:] <= 0.0111)
+    assert soft.any() and np.all(np.abs(p.value('stiffness')[:, soft] / 400.0 - 1) <= 0.03), p.value('stiffness')
     with pytest.raises(ValueError):
         adaptive_edges(c.x, c.v, c.a, c.F, 0.030, 0.040)

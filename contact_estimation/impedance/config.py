@@ -62,9 +62,11 @@ PARAMS: list[ParamSpec] = [
               high=1000),
     ParamSpec('position_range', [0.0, 0.024], 'Range [lo, hi] split into uniform segments.', length=2),
     # --- conditioning ---
-    ParamSpec('cutoff_frequency', 50.0, 'Cut-off of the causal Butterworth low-pass applied to x and F '
-              'alike; choose 3-4x the highest excitation frequency (B5).', low=0.0, low_open=True, unit='Hz'),
-    ParamSpec('filter_order', 2, 'Order of that Butterworth filter.', low=1, high=8),
+    ParamSpec('cutoff_frequency', 50.0, '-3 dB cut-off of the Gaussian parallel-filter kernel applied to x, '
+              'F (and a measured a) alike, whose derivatives give v and a (exact for the linear segment '
+              'model); choose 3-4x the highest excitation frequency (B5). The output is delayed by two '
+              'kernel half-lengths (5 widths each, width = 0.1325 / cutoff).', low=0.0, low_open=True,
+              unit='Hz'),
     ParamSpec('sample_rate', 0.0, 'Nominal input rate for the filter design; 0 = measured from the first 21 '
               'samples.', low=0.0, unit='Hz'),
     # --- estimation ---
@@ -76,8 +78,8 @@ PARAMS: list[ParamSpec] = [
               low=0.0, low_open=True),
     ParamSpec('min_velocity', 0.005, 'Velocity deadband: samples with |v| <= this are not used (friction is '
               'undefined at turn-around).', low=0.0, unit='m/s'),
-    ParamSpec('reversal_holdoff', 0.0, 'Samples this long after a reversal of v are not used: the causal '
-              'filter delays the friction step of a reversal (about 1.5/(2 pi f_c) s of group delay); '
+    ParamSpec('reversal_holdoff', 0.0, 'Samples this long after a reversal of v are not used (optional: the '
+              'friction transient column already models the filtered friction step of a reversal); '
               '0 = off.',
               low=0.0, high=1.0, unit='s'),
     ParamSpec('min_samples', 200, 'Effective samples a bin needs before its estimate is valid.', low=5,

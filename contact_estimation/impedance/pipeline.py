@@ -10,13 +10,15 @@ depends only on the samples and their stamps, not on how they were batched betwe
    effort_sign * effort[joint_name] (JointState effort);
 3. pairing: x (wrench source) and a measured acceleration (acceleration_source=imu: sensor_msgs/Imu
    linear_acceleration . imu_axis) interpolated linearly at every force stamp between the two samples
-   around it; gaps longer than sensor_timeout are not bridged (counted as unpaired);
-4. the sample period is measured on the first samples (or given), then the same causal Butterworth
-   (contact_dynamics_common.signal.CausalLowpass) runs on x and F (online nodes cannot use zero phase, B5);
-   its start-up transient (5 / f_c s after a start or reset) is dropped;
-5. v (and a, unless measured: then the measured a, filtered alike) are central differences of the
-   filtered x at the previous sample, so x, v, a and F all come out with the same one-sample delay (matched
-   group delay on every channel);
+   around it; gaps longer than sensor_timeout, or than 4 periods of that stream, are not bridged (counted
+   as unpaired: a straight line across a hole is not a motion);
+4. the sample period is measured on the first samples (or given), then the shared parallel filter (a
+   Gaussian kernel on the real stamps, -3 dB at cutoff_frequency; :mod:`.conditioning`) gives x, v = h' * x,
+   a = h'' * x (or the measured a, filtered alike) and F = h * F with one delay on every channel, plus the
+   friction transient column r = h * sgn(v) - sgn(v) (Coulomb friction through the filter, exact); the
+   output is delayed by two kernel half-lengths; a hole (> 4 periods) restarts the kernels (no filter or
+   derivative state across it);
+5. the white noise of x (4th differences) and the kernels' gains give the errors-in-variables term;
 6. every sample with |v| > v_min inside the edges updates the RLS of its (segment, direction) bin.
 """
 from __future__ import annotations
@@ -27,9 +29,10 @@ import numpy as np
 
 from contact_dynamics_common.params import ConfigError
 from contact_dynamics_common.ringbuffer import RingBuffer
-from contact_dynamics_common.signal import CausalLowpass
+from contact_dynamics_common.signal.conditioning import CausalKernel, cutoff_for_width, width_for_cutoff
 from contact_dynamics_common.stamps import StampGate
 
+from .conditioning import GAP_PERIODS, column_noise_variance, residual_correlation, sign_held
 from .recursive import RecursiveSegmentedLS
 from .segmented import ImpedanceProfile, uniform_edges
 
@@ -51,72 +54,116 @@ def edges_from_params(p: dict) -> np.ndarray:
 
 
 class StreamConditioner:
-    """Causal low-pass on (x, F[, a]) and one-sample-delayed central differences of the filtered x (a too,
-    unless measured: then the measured a, filtered alike, one sample back as well)."""
+    """Streaming parallel filter (:mod:`.conditioning`): the shared Gaussian kernel on (x, F[, a]) gives
+    (t, x_f, v_f, a_f, F_f) ``half`` samples late; a second kernel on s = sgn(v_f) gives the friction
+    transient column r = h * s - s another ``half`` samples later. Holes (> GAP_PERIODS periods) restart both
+    kernels; the samples whose windows span a hole are dropped. Also tracks the white noise of x (4th
+    differences of the raw stream, never across a hole) for the errors-in-variables term."""
 
-    def __init__(self, cutoff_hz: float, order: int = 2, rate_hz: float = 0.0, settle_periods: float = 5.0,
-                 measured_acceleration: bool = False):
-        self.cutoff, self.order, self.rate = float(cutoff_hz), int(order), float(rate_hz)
-        self.settle_periods = float(settle_periods)
+    def __init__(self, cutoff_hz: float, rate_hz: float = 0.0, measured_acceleration: bool = False):
+        self.cutoff, self.rate = float(cutoff_hz), float(rate_hz)
+        self.measured = bool(measured_acceleration)
         self.width = 4 if measured_acceleration else 3          # t, x, F[, a]
         self.reset()
 
     def reset(self) -> None:
-        self.filter: CausalLowpass | None = None
+        self.kernels = None
         self._hold = np.zeros((0, self.width))     # samples waiting for the sample period
-        self._hist = np.zeros((0, self.width))     # last two filtered samples
+        self._pending = np.zeros((0, 6))           # t, x, v, a, F, s waiting for the sign kernel
+        self._last_sign = 0.0
+        self._raw_tail = np.zeros((0, 2))          # last 4 raw (t, x) for the noise estimate
+        self._d4 = [0.0, 0]                        # sum of squared 4th differences, count
         self.measured_rate = 0.0
         self.correlation = 1.0
-        self._to_skip = 0                          # filter start-up samples still to drop
+        self.width_s = float('nan')
+        self.half = 0
+
+    @property
+    def sigma_x(self) -> float:
+        """White-noise std of x (m) from the 4th differences seen so far (quantisation included)."""
+        return float(np.sqrt(self._d4[0] / self._d4[1] / 70.0)) if self._d4[1] else float('nan')
+
+    def noise_variance(self) -> np.ndarray:
+        if not (self.kernels and np.isfinite(self.sigma_x)):
+            return np.full(4, np.nan)
+        return column_noise_variance(self.sigma_x, self.width_s, 1.0 / self.measured_rate)
+
+    @property
+    def delay_s(self) -> float:
+        """Output delay: two kernel half-lengths."""
+        return 2 * self.half / self.measured_rate if self.measured_rate else float('nan')
+
+    def _noise(self, t: np.ndarray, x: np.ndarray) -> None:
+        tx = np.vstack([self._raw_tail, np.column_stack([t, x])])
+        self._raw_tail = tx[-4:]
+        if len(tx) < 5:
+            return
+        d4 = np.diff(tx[:, 1], 4)
+        span = tx[4:, 0] - tx[:-4, 0]
+        ok = span <= (4.0 + GAP_PERIODS) / self.measured_rate
+        self._d4[0] += float(np.sum(d4[ok] ** 2))
+        self._d4[1] += int(ok.sum())
 
     def push(self, t: np.ndarray, x: np.ndarray, F: np.ndarray, a: np.ndarray | None = None
              ) -> tuple[np.ndarray, ...]:
-        """t (s, increasing), x, F (, a) -> (t, x, v, a, F) of the samples that became complete."""
-        cols = [t, x, F] + ([a] if self.width == 4 else [])
+        """t (s, increasing), x, F (, a) -> (t, x, v, a, F, r) of the samples that became complete."""
+        cols = [t, x, F] + ([a] if self.measured else [])
         rows = np.column_stack(cols) if len(t) else np.zeros((0, self.width))
-        empty = tuple(np.zeros(0) for _ in range(5))
-        if self.filter is None:
+        empty = tuple(np.zeros(0) for _ in range(6))
+        if self.kernels is None:
             self._hold = np.vstack([self._hold, rows])
             if len(self._hold) < _PERIOD_SAMPLES:
                 return empty
             rate = self.rate or 1.0 / float(np.median(np.diff(self._hold[:_PERIOD_SAMPLES, 0])))
-            self.measured_rate = rate
-            if not self.cutoff < 0.5 * rate:
-                raise ConfigError(f'cutoff_frequency {self.cutoff} Hz is not below the Nyquist frequency '
-                                  f'{0.5 * rate:.4g} Hz of the {rate:.4g} Hz input')
-            self.filter = CausalLowpass(rate, self.cutoff, self.order, channels=self.width - 1)
-            self.correlation = rate / (2 * self.cutoff)
-            self._to_skip = int(np.ceil(self.settle_periods * rate / self.cutoff))
+            width = width_for_cutoff(self.cutoff)
+            if not width >= 2.0 / rate:
+                raise ConfigError(f'cutoff_frequency {self.cutoff} Hz is too high for the {rate:.4g} Hz input: '
+                                  f'the kernel needs at least 2 samples of width (cut-off <= '
+                                  f'{cutoff_for_width(2.0 / rate):.4g} Hz)')
+            self.measured_rate, self.width_s = rate, width
+            self.kernels = [CausalKernel(width, 1.0 / rate, gap_periods=GAP_PERIODS) for _ in range(3)]
+            self.half = self.kernels[0].half
+            self.correlation = residual_correlation(width, rate)
             rows, self._hold = self._hold, np.zeros((0, self.width))
         if not len(rows):
             return empty
-        filt = np.column_stack([rows[:, 0], self.filter(rows[:, 1:])])
-        allr = np.vstack([self._hist, filt])
-        self._hist = allr[-2:]
-        if len(allr) < 3:
+        self._noise(rows[:, 0], rows[:, 1])
+        tt, Ff, xf, vf, af = self.kernels[0](rows[:, 0], rows[:, 1], rows[:, 2])
+        if self.measured:
+            ta, am, *_ = self.kernels[2](rows[:, 0], rows[:, 3], rows[:, 3])
+            af = am
+        s = sign_held(vf, self._last_sign)
+        if len(s):
+            self._last_sign = float(s[-1])
+        self._pending = np.vstack([self._pending, np.column_stack([tt, xf, vf, af, Ff, s])])
+        if len(tt):
+            t2, hs, *_ = self.kernels[1](tt, s, s)
+        else:
+            t2, hs = np.zeros(0), np.zeros(0)
+        if not len(t2):
             return empty
-        t, x, f = allr[:, 0], allr[:, 1], allr[:, 2]
-        dt1 = t[1:-1] - t[:-2]
-        dt2 = t[2:] - t[1:-1]
-        s1 = (x[1:-1] - x[:-2]) / dt1
-        s2 = (x[2:] - x[1:-1]) / dt2
-        v = (x[2:] - x[:-2]) / (t[2:] - t[:-2])
-        a = allr[1:-1, 3] if self.width == 4 else 2.0 * (s2 - s1) / (t[2:] - t[:-2])
-        k = min(self._to_skip, len(v))         # the filter's start-up transient (its state starts at rest)
-        self._to_skip -= k
-        return t[1:-1][k:], x[1:-1][k:], v[k:], a[k:], f[1:-1][k:]
+        pend = self._pending
+        i = np.searchsorted(pend[:, 0], t2)
+        out = pend[i]
+        self._pending = pend[np.searchsorted(pend[:, 0], t2[-1], side='right'):]
+        return out[:, 0], out[:, 1], out[:, 2], out[:, 3], out[:, 4], hs - out[:, 5]
 
 
 class _Track:
-    """A stream sampled at other stamps by linear interpolation; keeps what brackets the next stamp."""
+    """A stream sampled at other stamps by linear interpolation; keeps what brackets the next stamp. A gap
+    is bridged only when it is at most ``timeout_ns`` and at most GAP_PERIODS of the stream's own period
+    (measured on its first samples): interpolating across a hole would invent a straight-line motion."""
 
     def __init__(self):
         self.t = np.zeros(0, np.int64)
         self.y = np.zeros(0)
+        self.period_ns = 0.0
 
     def add(self, t: np.ndarray, y: np.ndarray) -> None:
         self.t = np.concatenate([self.t, t])
         self.y = np.concatenate([self.y, y])
+        if not self.period_ns and len(self.t) >= _PERIOD_SAMPLES:
+            self.period_ns = float(np.median(np.diff(self.t[:_PERIOD_SAMPLES])))
 
     def at(self, t: np.ndarray, timeout_ns: int) -> tuple[np.ndarray, np.ndarray]:
         """Values at stamps inside [t[0], t[-1]] of this track, and whether the gap around each is bridged."""
@@ -128,7 +175,8 @@ class _Track:
         i = np.searchsorted(pt, t, side='left')
         k = np.clip(i, 1, len(pt) - 1)
         exact = pt[np.minimum(i, len(pt) - 1)] == t
-        return y, exact | ((pt[k] - pt[k - 1]) <= timeout_ns)
+        limit = min(timeout_ns, GAP_PERIODS * self.period_ns) if self.period_ns else timeout_ns
+        return y, exact | ((pt[k] - pt[k - 1]) <= limit)
 
     def trim(self, t_used: int, cap: int) -> None:
         keep_from = max(int(np.searchsorted(self.t, t_used, side='right')) - 1, 0, len(self.t) - cap)
@@ -159,7 +207,7 @@ class ImpedancePipeline:
         self.imu_axis = np.asarray(p['imu_axis'], dtype=float)
         self.imu_buffer = RingBuffer(cap, 3)
         self.imu_gate = StampGate(p['time_jump_threshold'])
-        self.conditioner = StreamConditioner(p['cutoff_frequency'], p['filter_order'], p['sample_rate'],
+        self.conditioner = StreamConditioner(p['cutoff_frequency'], p['sample_rate'],
                                              measured_acceleration=self.imu)
         self.counts: Counter = Counter()
         self.last_error = ''
@@ -340,7 +388,7 @@ class ImpedancePipeline:
             self._t0_ns = int(stamps_ns[0])
         t = (stamps_ns - self._t0_ns) * 1e-9
         try:
-            tt, xx, vv, aa, ff = self.conditioner.push(t, x, f, acc)
+            tt, xx, vv, aa, ff, rr = self.conditioner.push(t, x, f, acc)
         except ConfigError as exc:
             self.last_error = str(exc)
             self.counts['config_error'] += 1
@@ -348,8 +396,9 @@ class ImpedancePipeline:
         if len(tt):
             self.newest_ns = self._t0_ns + int(round(tt[-1] * 1e9))
         self.rls.correlation = self.conditioner.correlation
+        self.rls.noise_variance = self.conditioner.noise_variance()
         keep = self._after_reversal(tt, vv)
-        n = self.rls.update(xx[keep], vv[keep], aa[keep], ff[keep], tt[keep])
+        n = self.rls.update(xx[keep], vv[keep], aa[keep], ff[keep], tt[keep], rr[keep])
         self.counts['samples_used'] += n
         self.counts['samples_conditioned'] += len(tt)
         return n

@@ -1,31 +1,70 @@
 """Recursive (online) segmented least squares: one RLS with forgetting per (segment, direction) bin (B4 8).
 
-Each bin holds its information in the exponentially weighted form that RLS computes recursively,
+Each bin holds its information in the exponentially weighted form that RLS computes recursively, per position
+cell of the bin (:mod:`.cells`: Gram matrices of z = [a v x 1 r F] / scale),
 
-    A = lambda^n P0^-1 + sum_i lambda^(n-i) phi_i phi_i^T,  r = sum_i lambda^(n-i) phi_i F_i,  theta = A^-1 r,
+    G = sum_i lambda^(n-i) z_i z_i^T,   A = lambda^n P0^-1 + (G's [a v x 1] block),   theta = A^-1 (X^T F - gamma X^T r)
 
-with phi = [a v x 1] / scale (scaled units: 1 m/s^2, 1 cm/s, 1 mm, 1 N), P0 = alpha I and lambda applied once
-per sample that falls in the bin (lambda = 1 - 1/(f_s T_mem): 0.999975 at 4 kHz for 10 s). A block of samples
-is added at once with weights lambda^(B-1-rank) (vectorised bincounts), which is exactly the sequence of
-RLS updates, so the estimate does not depend on how the stream was batched. The covariance is
-sigma^2 A^-1 with sigma^2 the forgetting-weighted residual variance; kappa is that of the data information
-(column-normalised, square root of the information's condition number).
+with scaled units (1 m/s^2, 1 cm/s, 1 mm, 1 N), P0 = alpha I and lambda applied once per sample that falls in
+the bin (lambda = 1 - 1/(f_s T_mem): 0.999975 at 4 kHz for 10 s). A block of samples is added at once with
+weights lambda^(B-1-rank) (vectorised bincounts), which is exactly the sequence of RLS updates, so the estimate
+does not depend on how the stream was batched. gamma is the Coulomb coefficient of the friction transient
+column r (pooled over the usable bins, :func:`.cells.friction_coefficient`).
+
+sigma (which terms, see doc/trust/impedance.md): residual variance sigma^2 (forgetting-weighted) times A^-1,
+its force-noise part multiplied by c, the samples per independent residual of the kernel-filtered stream
+(2 sqrt(pi) w f_s), the part the regressors' own (differentiated, blue) noise explains counted as white
+(:func:`blue_share`); plus the
+friction coefficient's share beta beta^T var(gamma); plus the errors-in-variables bias of the noisy filtered
+derivatives (``noise_variance``, trust.covariance.eiv_bias); plus, when the split test finds the parameters
+varying inside the segment, the variation term (d/2)(d/2)^T (:mod:`.cells`); combined by
+trust.covariance.combine. No
+conditioning term online (one bandwidth runs). Verdict: trust.verdict.judge with the bin's own checks
+(samples, kappa, unique variance, single tone, within-segment split test).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .segmented import (DIRECTIONS, KAPPA_REFUSE, KAPPA_WARN, ImpedanceProfile, segment_index)
+from contact_dynamics_common.trust.covariance import combine, eiv_bias
+from contact_dynamics_common.trust.verdict import judge
+
+from . import cells as cl
+from .segmented import (DIRECTIONS, KAPPA_REFUSE, KAPPA_WARN, PARAMS, ImpedanceProfile, segment_index)
 
 SCALE = np.array([1.0, 0.01, 0.001, 1.0])
-_IU = np.triu_indices(4)
+ZSCALE = np.concatenate([SCALE, [1.0, 1.0, 1.0, 1.0]])
+
+
+def blue_share(theta: np.ndarray, noise: np.ndarray, sigma2: float) -> float:
+    """Share of the residual variance that the regressors' own noise explains, m^2 s_a^2 + b^2 s_v^2 +
+    k^2 s_x^2 (same units as theta and noise). Differentiated white noise has (almost) no power at the
+    excitation frequencies, so this part is counted as white, not multiplied by the samples per independent
+    residual of the filtered force noise."""
+    if not (np.all(np.isfinite(noise[:3])) and sigma2 > 0):
+        return 0.0
+    return float(np.clip(np.sum(theta[:3] ** 2 * noise[:3]) / sigma2, 0.0, 1.0))
+
+
+def eiv_term(A: np.ndarray, weight: float, theta: np.ndarray, noise: np.ndarray) -> np.ndarray:
+    """Errors-in-variables bias (scaled units) of a fit with information A (scaled) over ``weight`` samples,
+    column noise variances ``noise`` (scaled units, a v x 1): trust.covariance.eiv_bias on rows whose second
+    moment is A / weight."""
+    if not (weight > 0 and np.all(np.isfinite(noise)) and np.any(noise > 0)):
+        return np.zeros(4)
+    try:
+        L = np.linalg.cholesky(A / weight)
+    except np.linalg.LinAlgError:
+        return np.zeros(4)
+    rows = 2.0 * L.T                       # 4 rows with rows^T rows / 4 = A / weight
+    return eiv_bias(rows, theta, np.asarray(noise, dtype=float))
 
 
 class RecursiveSegmentedLS:
     def __init__(self, edges, forgetting: float = 0.999975, initial_covariance: float = 1e5,
                  v_min: float = 5e-3, n_min: int = 200, min_unique_fraction: float = 1e-2,
                  kappa_refuse: float = KAPPA_REFUSE, correlation: float = 1.0,
-                 record_min_unique_fraction: float = 0.1):
+                 record_min_unique_fraction: float = 0.1, cells: int = cl.CELLS):
         edges = np.asarray(edges, dtype=float)
         if edges.ndim != 1 or len(edges) < 2 or np.any(np.diff(edges) <= 0) or not np.all(np.isfinite(edges)):
             raise ValueError('edges must be finite and strictly increasing (>= 2 values)')
@@ -35,29 +74,31 @@ class RecursiveSegmentedLS:
             raise ValueError('initial covariance must be > 0')
         self.edges = edges
         self.nseg = len(edges) - 1
+        self.cells = int(cells)
         self.lam = float(forgetting)
         self.alpha = float(initial_covariance)
         self.v_min, self.n_min = float(v_min), int(n_min)
         self.min_unique_fraction, self.kappa_refuse = float(min_unique_fraction), float(kappa_refuse)
         self.record_min_unique_fraction = float(record_min_unique_fraction)
         self.correlation = max(float(correlation), 1.0)   # samples per independent residual (cov. scale)
+        self.noise_variance = np.full(4, np.nan)          # a, v, x, 1 (SI): errors-in-variables term
         self.reset()
 
     def reset(self) -> None:
         nb = 2 * self.nseg
-        self.A = np.zeros((nb, 4, 4))        # data information (scaled units)
-        self.r = np.zeros((nb, 4))
-        self.yy = np.zeros(nb)
+        self.G = np.zeros((nb * self.cells, cl.NZ, cl.NZ))   # per (bin, cell), scaled units
         self.weight = np.zeros(nb)           # sum of forgetting weights (effective sample count)
         self.prior = np.ones(nb)             # lambda^count: weight left on P0^-1
         self.count = np.zeros(nb, dtype=np.int64)
         self.last_stamp = np.zeros(nb)       # time (s) of the newest sample per bin
-        self.G = np.zeros((2, 4, 4))         # per direction, over every segment: the record-level information
 
-    def update(self, x, v, a, F, t=None) -> int:
-        """Add samples in time order; returns how many fell in a bin (|v| > v_min, x inside the edges)."""
+    def update(self, x, v, a, F, t=None, r=None) -> int:
+        """Add samples in time order (``r``: friction transient column, zeros when None); returns how many
+        fell in a bin (|v| > v_min, x inside the edges)."""
         x, v, a, F = (np.asarray(y, dtype=float).ravel() for y in (x, v, a, F))
-        ok = np.isfinite(x) & np.isfinite(v) & np.isfinite(a) & np.isfinite(F) & (np.abs(v) > self.v_min)
+        r = np.zeros(len(x)) if r is None else np.asarray(r, dtype=float).ravel()
+        ok = (np.isfinite(x) & np.isfinite(v) & np.isfinite(a) & np.isfinite(F) & np.isfinite(r)
+              & (np.abs(v) > self.v_min))
         seg = np.full(len(x), -1)
         seg[ok] = segment_index(x[ok], self.edges)
         ok &= seg >= 0
@@ -73,38 +114,15 @@ class RecursiveSegmentedLS:
         lam = self.lam
         w = lam ** (counts[blk] - 1 - rank).astype(float)
         decay = lam ** counts.astype(float)
-        phi = np.column_stack([a[ok], v[ok], x[ok], np.ones(len(blk))]) / SCALE
-        y = F[ok]
-        self.A *= decay[:, None, None]
-        self.r *= decay[:, None]
-        self.yy *= decay
+        q = cl.segment_curvature(x[ok], self.edges, seg[ok])
+        z = np.column_stack([a[ok], v[ok], x[ok], np.ones(len(blk)), r[ok], q, F[ok]]) / ZSCALE
+        cell = cl.cell_of(x[ok], self.edges, seg[ok], self.cells)
+        self.G.reshape(nb, self.cells, cl.NZ, cl.NZ)[...] *= decay[:, None, None, None]
         self.weight *= decay
         self.prior *= decay
-        for i, j in zip(*_IU):
-            s = np.bincount(blk, weights=w * phi[:, i] * phi[:, j], minlength=nb)
-            self.A[:, i, j] += s
-            if i != j:
-                self.A[:, j, i] += s
-        wy = w * y
-        for i in range(4):
-            self.r[:, i] += np.bincount(blk, weights=wy * phi[:, i], minlength=nb)
-        self.yy += np.bincount(blk, weights=wy * y, minlength=nb)
+        cl.accumulate(self.G, blk * self.cells + cell, z, w)
         self.weight += np.bincount(blk, weights=w, minlength=nb)
         self.count += counts
-        # record level (per direction, all segments), the same forgetting per sample of that direction
-        d = blk // self.nseg
-        dcounts = np.bincount(d, minlength=2)
-        dorder = np.argsort(d, kind='stable')
-        dstarts = np.concatenate(([0], np.cumsum(dcounts)[:-1]))
-        drank = np.empty(len(d), dtype=np.int64)
-        drank[dorder] = np.arange(len(d)) - dstarts[d[dorder]]
-        wd = lam ** (dcounts[d] - 1 - drank).astype(float)
-        self.G *= (lam ** dcounts.astype(float))[:, None, None]
-        for i, j in zip(*_IU):
-            s = np.bincount(d, weights=wd * phi[:, i] * phi[:, j], minlength=2)
-            self.G[:, i, j] += s
-            if i != j:
-                self.G[:, j, i] += s
         if t is not None:
             tt = np.asarray(t, dtype=float).ravel()[ok]
             last = np.full(nb, -np.inf)
@@ -114,7 +132,9 @@ class RecursiveSegmentedLS:
 
     def profile(self) -> ImpedanceProfile:
         """The current estimate of every bin as an ImpedanceProfile (NaN where not identifiable)."""
-        nseg, nb = self.nseg, 2 * self.nseg
+        nseg, nb, C = self.nseg, 2 * self.nseg, self.cells
+        Gc = self.G.reshape(nb, C, cl.NZ, cl.NZ)
+        Gb = Gc.sum(axis=1)
         theta = np.full((nb, 4), np.nan)
         cov = np.full((nb, 4, 4), np.nan)
         kappa = np.full(nb, np.inf)
@@ -128,7 +148,7 @@ class RecursiveSegmentedLS:
         outer = np.outer(SCALE, SCALE)
         record_share = np.full(2, np.nan)
         for d in (0, 1):
-            G = self.G[d]
+            G = Gb[d * nseg:(d + 1) * nseg, :4, :4].sum(axis=0)
             if G[3, 3] > 4:
                 try:
                     u = 1.0 / np.linalg.inv(G)[0, 0] / G[3, 3]
@@ -139,15 +159,35 @@ class RecursiveSegmentedLS:
         for b in range(nb):
             if self.count[b] == 0:
                 continue
-            A, W = self.A[b], self.weight[b]
-            info = A + (self.prior[b] / self.alpha) * np.eye(4)
-            th_s = np.linalg.solve(info, self.r[b])
-            rss = max(self.yy[b] - 2 * th_s @ self.r[b] + th_s @ A @ th_s, 0.0)
-            dof = W - 4.0
-            sigma2 = rss / dof if dof > 0 else np.nan
+            A = Gb[b, :4, :4]
             d = np.sqrt(np.maximum(np.diag(A), 1e-300))
             ev = np.linalg.eigvalsh(A / np.outer(d, d))
             kappa[b] = float(np.sqrt(ev[-1] / ev[0])) if ev[0] > 0 else np.inf
+        ridge = self.prior / self.alpha
+        usable = (self.weight >= self.n_min) & (kappa <= self.kappa_refuse)
+        gamma, r_info, beta = cl.friction_coefficient(Gb, usable, ridge)
+        rss = np.zeros(nb)
+        for b in range(nb):
+            if self.count[b] == 0:
+                continue
+            A, bv, yy, _ = cl.corrected(Gb[b], gamma)
+            info = A + ridge[b] * np.eye(4)
+            th_s = np.linalg.solve(info, bv)
+            rss[b] = max(yy - 2 * th_s @ bv + th_s @ A @ th_s, 0.0)
+        dof_all = np.sum(np.maximum(self.weight[usable] - 4.0, 0.0))
+        s2_pool = float(rss[usable].sum() / dof_all) if dof_all > 0 else np.nan
+        var_gamma = self.correlation * s2_pool / r_info if r_info > 0 and np.isfinite(s2_pool) else 0.0
+        threshold = cl.split_threshold(C)
+        noise_s = np.asarray(self.noise_variance, dtype=float) / SCALE ** 2
+        for b in range(nb):
+            if self.count[b] == 0:
+                continue
+            A, bv, yy, _ = cl.corrected(Gb[b], gamma)
+            W = self.weight[b]
+            info = A + ridge[b] * np.eye(4)
+            th_s = np.linalg.solve(info, bv)
+            dof = W - 4.0
+            sigma2 = rss[b] / dof if dof > 0 else np.nan
             try:
                 ainv = np.linalg.inv(A)
                 uv[b] = 1.0 / np.maximum(np.diag(ainv), 1e-300) / W * SCALE ** 2
@@ -157,8 +197,18 @@ class RecursiveSegmentedLS:
             colvar[b] = (np.diag(A) / W - mean ** 2) * SCALE ** 2
             rms[b] = np.sqrt(sigma2) if np.isfinite(sigma2) else np.nan
             theta[b] = th_s / SCALE
+            split = {'T': 0.0}
             if np.isfinite(sigma2):
-                c = self.correlation * sigma2 * np.linalg.inv(info)
+                split = cl.split_test(Gc[b], gamma, self.correlation, max(50.0, self.n_min / 4.0))
+                share = blue_share(th_s, noise_s, sigma2)
+                own = ((self.correlation * (1.0 - share) + share) * sigma2 * np.linalg.inv(info)
+                       + var_gamma * np.outer(beta[b], beta[b]))
+                bias = eiv_term(A, W, th_s, noise_s) if kappa[b] <= self.kappa_refuse else np.zeros(4)
+                curv = cl.curvature_test(Gb[b], gamma, self.correlation)
+                varied = cl.variation_term(split) if split['T'] > threshold else np.zeros((4, 4))
+                if curv['T'] > cl.CURVATURE_THRESHOLD:
+                    varied = varied + np.outer(curv['shift'], curv['shift'])
+                c = combine(own, eiv=bias, bias=varied).covariance
                 cov[b] = 0.5 * (c + c.T) / outer
             why = []
             share = uv[b, :3] / np.where(colvar[b, :3] > 0, colvar[b, :3], np.inf)
@@ -180,13 +230,19 @@ class RecursiveSegmentedLS:
                 if flag:
                     why.append(f"column '{c_name}' has no information of its own "
                                f"(unique share {share['avx'.index(c_name)]:.2g})")
+            changed = split['T'] > threshold and sep[b] and cl.material(split)
+            if changed:
+                why.append(split_reason(split, self.edges, b % nseg, C, threshold))
             if not sep[b]:
                 theta[b] = np.nan
                 why.append('mass and stiffness are not separable: use a multisine excitation')
             elif not damp[b]:
                 theta[b, 1] = np.nan
-            valid[b] = bool(sep[b] and damp[b] and W >= self.n_min and np.all(np.isfinite(cov[b])))
-            reason[b] = '; '.join(why) or 'ok'
+            own_ok = bool(sep[b] and damp[b] and W >= self.n_min and not changed)
+            v = judge(PARAMS, theta[b], cov[b], required=(), positive=(), prior_valid=own_ok,
+                      prior_reason='; '.join(why) or 'ok')
+            valid[b] = v.valid
+            reason[b] = v.reason
         shp = (2, nseg)
         r2 = np.full(shp, np.nan)
         return ImpedanceProfile(edges=self.edges.copy(), theta=theta.reshape(shp + (4,)),
@@ -197,12 +253,24 @@ class RecursiveSegmentedLS:
                                 column_variance=colvar.reshape(shp + (4,)), valid=valid.reshape(shp),
                                 separable=sep.reshape(shp), damping_identifiable=damp.reshape(shp),
                                 reason=[reason[:nseg], reason[nseg:]],
+                                noise_variance=np.asarray(self.noise_variance, dtype=float),
                                 options={'forgetting': self.lam, 'initial_covariance': self.alpha,
-                                         'v_min': self.v_min,
-                                         'recursive': True, 'record_unique_share': record_share.tolist()},
+                                         'v_min': self.v_min, 'recursive': True,
+                                         'record_unique_share': record_share.tolist(),
+                                         'friction_transient_coefficient': gamma,
+                                         'friction_transient_std': float(np.sqrt(var_gamma)),
+                                         'correlation': self.correlation},
                                 model='segmented_impedance (recursive, forgetting): F = m a + b v + k x + c '
-                                      'per '
-                                      '(position segment, direction of travel)')
+                                      'per (position segment, direction of travel)')
 
 
-__all__ = ['RecursiveSegmentedLS', 'DIRECTIONS', 'SCALE']
+def split_reason(split: dict, edges: np.ndarray, j: int, cells: int, threshold: float) -> str:
+    """The flag of a bin whose parameters change inside the segment (stiffness step, detent, stop)."""
+    xc = edges[j] + (edges[j + 1] - edges[j]) * split['cut'] / cells
+    kl, kr = split['theta_left'][2] / SCALE[2], split['theta_right'][2] / SCALE[2]
+    return (f"parameters change inside the segment: split at x = {1e3 * xc:.4g} mm explains "
+            f"chi2 {split['T']:.3g} > {threshold:.3g} (k {kl:.4g} | {kr:.4g} N/m); use more segments or "
+            f"adaptive edges")
+
+
+__all__ = ['RecursiveSegmentedLS', 'DIRECTIONS', 'SCALE', 'split_reason', 'eiv_term', 'blue_share']

@@ -71,20 +71,46 @@ def load_record(bag_path: str, params: dict) -> tuple[np.ndarray, np.ndarray, np
     return t, x[keep], f[keep], bag.custom_data.get('ground_truth') or {}
 
 
-def profile_bag(bag_path: str, params: dict, options: FitOptions, *, cutoff_hz: float | None = None,
-                filtered: bool = True, t_skip: float = 2.0, auto_edges: str = ''):
-    t, x, f, truth = load_record(bag_path, params)
-    c = condition(t, x, f, cutoff_hz=cutoff_hz, filtered=filtered, t_skip=t_skip)
+def profile_record(t, x, f, params: dict, options: FitOptions, *, a=None, cutoff_hz: float | None = None,
+                   filtered: bool = True, t_skip: float = 2.0, auto_edges: str = '',
+                   conditioning_term: bool = True):
+    """The batch profile of one record (t s, x, F [, measured a]): condition (parallel filter, friction
+    transient column, hole-aware), edges, fit_segmented; then the conditioning term of the covariance: the
+    fit is repeated at the second defensible cut-off and d d^T (d = the move of the estimate) is added to
+    every bin's covariance (trust.covariance.conditioning). Returns (profile, conditioned)."""
+    from contact_dynamics_common.trust.covariance import conditioning as conditioning_cov
+    c = condition(t, x, f, a, cutoff_hz=cutoff_hz, filtered=filtered, t_skip=t_skip)
     if auto_edges == 'adaptive':
         lo, hi = params['position_range']
         edges = adaptive_edges(c.x, c.v, c.a, c.F, lo, hi, v_min=params['min_velocity'],
-                               correlation=c.correlation)
+                               correlation=c.correlation, r=c.r)
     elif auto_edges:
         edges = default_edges(c.x, params['segments'], auto_edges)
     else:
         edges = edges_from_params(params)
     prof = fit_segmented(c.x, c.v, c.a, c.F, edges, options, noise_variance=c.noise_variance,
-                         correlation=c.correlation)
+                         correlation=c.correlation, r=c.r)
+    if conditioning_term and filtered and np.isfinite(c.alternative_cutoff_hz):
+        c2 = condition(t, x, f, a, cutoff_hz=c.alternative_cutoff_hz, t_skip=t_skip)
+        p2 = fit_segmented(c2.x, c2.v, c2.a, c2.F, edges, options, noise_variance=c2.noise_variance,
+                           correlation=c2.correlation, r=c2.r)
+        for d in range(2):
+            for j in range(prof.segments):
+                term = conditioning_cov(prof.theta[d, j], p2.theta[d, j])
+                if np.all(np.isfinite(term)):
+                    prof.cov[d, j] = prof.cov[d, j] + term
+                    prof.options['sigma_terms'].setdefault(f'{DIRECTIONS[d]}_{j}', {})['conditioning'] = \
+                        np.sqrt(np.diag(term)).tolist()
+        prof.options['alternative_cutoff_hz'] = c.alternative_cutoff_hz
+    prof.options['conditioning'] = c.meta
+    return prof, c
+
+
+def profile_bag(bag_path: str, params: dict, options: FitOptions, *, cutoff_hz: float | None = None,
+                filtered: bool = True, t_skip: float = 2.0, auto_edges: str = ''):
+    t, x, f, truth = load_record(bag_path, params)
+    prof, c = profile_record(t, x, f, params, options, cutoff_hz=cutoff_hz, filtered=filtered, t_skip=t_skip,
+                             auto_edges=auto_edges)
     return prof, c, truth
 
 

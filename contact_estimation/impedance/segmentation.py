@@ -21,11 +21,14 @@ from .segmented import regressor, segment_index, uniform_edges
 
 def adaptive_edges(x, v, a, F, lo: float, hi: float, *, cells: int = 48, v_min: float = 5e-3,
                    min_samples: int = 200, penalty: float | None = None, max_segments: int | None = None,
-                   correlation: float = 1.0) -> np.ndarray:
+                   correlation: float = 1.0, r=None) -> np.ndarray:
     """Edges (m) of the BIC-optimal partition of [lo, hi] into runs of ``cells`` equal cells.
     ``correlation``: samples per independent residual (low-passed records: f_s / (2 f_c)); RSS and n are
-    divided by it, otherwise the correlated residuals of a filtered record over-segment it."""
+    divided by it, otherwise the correlated residuals of a filtered record over-segment it. ``r``: the
+    friction transient column (:mod:`.conditioning`), fitted alongside [a v x 1] in every candidate so that
+    filtered friction steps do not look like a change of the mechanism."""
     x, v, a, F = (np.asarray(y, dtype=float).ravel() for y in (x, v, a, F))
+    r = np.zeros(len(x)) if r is None else np.asarray(r, dtype=float).ravel()
     grid = uniform_edges(lo, hi, cells)
     ok = np.isfinite(x) & np.isfinite(v) & np.isfinite(a) & np.isfinite(F) & (np.abs(v) > v_min)
     cell = np.full(len(x), -1)
@@ -33,7 +36,7 @@ def adaptive_edges(x, v, a, F, lo: float, hi: float, *, cells: int = 48, v_min: 
     ok &= cell >= 0
     if ok.sum() < 8:
         raise ValueError('too few moving samples inside [lo, hi] to place edges')
-    X = regressor(x[ok], v[ok], a[ok])
+    X = np.column_stack([regressor(x[ok], v[ok], a[ok]), r[ok]])
     scale = np.sqrt(np.mean(X ** 2, axis=0))
     scale = np.where(scale > 0, scale, 1.0)
     X = X / scale
@@ -41,19 +44,20 @@ def adaptive_edges(x, v, a, F, lo: float, hi: float, *, cells: int = 48, v_min: 
     d = np.where(v[ok] > 0, 0, 1)
     c = cell[ok]
     # per (direction, cell) sufficient statistics, cumulated over cells
-    A = np.zeros((2, cells, 4, 4))
-    r = np.zeros((2, cells, 4))
+    p = X.shape[1]
+    A = np.zeros((2, cells, p, p))
+    rv = np.zeros((2, cells, p))
     yy = np.zeros((2, cells))
     n = np.zeros((2, cells))
     for k in (0, 1):
         sel = d == k
         np.add.at(A[k], c[sel], X[sel, :, None] * X[sel, None, :])
-        np.add.at(r[k], c[sel], X[sel] * y[sel, None])
+        np.add.at(rv[k], c[sel], X[sel] * y[sel, None])
         np.add.at(yy[k], c[sel], y[sel] ** 2)
         np.add.at(n[k], c[sel], 1.0)
     zero = np.zeros((2, 1))
-    cA = np.concatenate([np.zeros((2, 1, 4, 4)), np.cumsum(A, axis=1)], axis=1)
-    cr = np.concatenate([np.zeros((2, 1, 4)), np.cumsum(r, axis=1)], axis=1)
+    cA = np.concatenate([np.zeros((2, 1, p, p)), np.cumsum(A, axis=1)], axis=1)
+    cr = np.concatenate([np.zeros((2, 1, p)), np.cumsum(rv, axis=1)], axis=1)
     cyy = np.concatenate([zero, np.cumsum(yy, axis=1)], axis=1)
     cn = np.concatenate([zero, np.cumsum(n, axis=1)], axis=1)
 

@@ -234,29 +234,52 @@ def _blocks(X: np.ndarray, y: np.ndarray, block: np.ndarray, scale: np.ndarray, 
 
 
 def fit_segmented(x, v, a, F, edges, options: FitOptions | None = None,
-                  noise_variance: np.ndarray | None = None, correlation: float = 1.0) -> ImpedanceProfile:
+                  noise_variance: np.ndarray | None = None, correlation: float = 1.0,
+                  r: np.ndarray | None = None) -> ImpedanceProfile:
     """Fit the profile (module docstring). ``noise_variance``: per column (a, v, x, 1) variance of the
     regressor noise (from :func:`contact_estimation.impedance.conditioning.condition`); the post-fit check
-    flags a column whose unique variance is below ``uv_factor`` times it. ``correlation``: samples per
-    independent residual (low-passed records: about f_s / (2 f_c)); the covariance is scaled by it."""
+    flags a column whose unique variance is below ``uv_factor`` times it, and it gives the
+    errors-in-variables term of the covariance. ``correlation``: samples per independent residual of the
+    filtered record (the split test's scale; the paper's extensions scale their covariance by it).
+    ``r``: the friction transient column (:mod:`.conditioning`); its Coulomb coefficient is fitted pooled
+    over the bins (:mod:`.cells`) and removed from F before the per-bin fits."""
+    from . import cells as cl
     o = replace(options) if options is not None else FitOptions()
     x, v, a, F = (np.asarray(y, dtype=float).ravel() for y in (x, v, a, F))
     if not (len(x) == len(v) == len(a) == len(F)):
         raise ValueError(f'x, v, a, F must have equal lengths, got {len(x)}, {len(v)}, {len(a)}, {len(F)}')
+    r = np.zeros(len(x)) if r is None else np.asarray(r, dtype=float).ravel()
+    if len(r) != len(x):
+        raise ValueError(f'r must have the length of x, got {len(r)} vs {len(x)}')
     edges = np.asarray(edges, dtype=float)
     if edges.ndim != 1 or len(edges) < 2 or not np.all(np.isfinite(edges)) or np.any(np.diff(edges) <= 0):
         raise ValueError('edges must be a finite, strictly increasing sequence of >= 2 positions')
     nseg = len(edges) - 1
     noise = np.full(4, np.nan) if noise_variance is None else np.asarray(noise_variance, dtype=float)
-    finite = np.isfinite(x) & np.isfinite(v) & np.isfinite(a) & np.isfinite(F)
+    finite = np.isfinite(x) & np.isfinite(v) & np.isfinite(a) & np.isfinite(F) & np.isfinite(r)
     seg = np.full(len(x), -1)
     seg[finite] = segment_index(x[finite], edges)
     use = finite & (seg >= 0) & (np.abs(np.where(finite, v, 0.0)) > o.v_min)
     X = regressor(x[use], v[use], a[use])
     y = F[use]
+    ru = r[use]
     block = np.where(v[use] > 0, 0, 1) * nseg + seg[use]
     scale = np.sqrt(np.mean(X ** 2, axis=0)) if len(X) else np.ones(4)
     scale = np.where(scale > 0, scale, 1.0)
+    # cell Gram matrices of [a v x 1 r F] (scaled): the pooled friction coefficient and the split test
+    ncell = cl.CELLS
+    Gc = np.zeros((2 * nseg * ncell, cl.NZ, cl.NZ))
+    if len(X):
+        cl.accumulate(Gc, block * ncell + cl.cell_of(x[use], edges, seg[use], ncell),
+                      np.column_stack([X / scale, ru, cl.segment_curvature(x[use], edges, seg[use]), y]))
+    Gc = Gc.reshape(2 * nseg, ncell, cl.NZ, cl.NZ)
+    Gb = Gc.sum(axis=1)
+    cnt = Gb[:, 3, 3]
+    usable = cnt >= max(o.n_min, 4)
+    for b in np.flatnonzero(usable):
+        usable[b] = normalised_condition_gram(Gb[b, :4, :4]) <= o.kappa_refuse
+    gamma, r_info, beta = cl.friction_coefficient(Gb, usable)
+    y = y - gamma * ru
     blocks, counts = _blocks(X, y, block, scale, 2 * nseg, o.n_min)
     record_share = np.full(2, np.nan)
     for d in (0, 1):
@@ -280,12 +303,48 @@ def fit_segmented(x, v, a, F, edges, options: FitOptions | None = None,
     reason = [[f'{int(counts[d * nseg + j])} samples (< n_min = {o.n_min})' for j in range(nseg)]
               for d in range(2)]
 
+    terms = {}
     if blocks:
+        from contact_dynamics_common.trust.covariance import combine, eiv_bias, sandwich
+        from contact_dynamics_common.trust.verdict import judge
+        from .recursive import blue_share
         th_s, cov_s, rss = _solve(blocks, edges, scale, o)
+        basic = not (o.continuity or o.shared_mass or o.tikhonov > 0 or o.tikhonov_select == 'gcv')
+        corr = max(float(correlation), 1.0)
+        order = np.argsort(block, kind='stable')
+        starts = np.concatenate(([0], np.cumsum(counts)))
+        used = [bl.d * nseg + bl.j for bl in blocks]
+        dof_all = sum(max(bl.n - 4, 0) for bl in blocks if usable[bl.d * nseg + bl.j])
+        s2_pool = sum(rss[i] for i, bl in enumerate(blocks) if usable[used[i]]) / max(dof_all, 1)
+        var_gamma = corr * s2_pool / r_info if r_info > 0 else 0.0
+        threshold = cl.split_threshold(ncell)
+        lags = int(np.ceil(4 * corr))
         for i, bl in enumerate(blocks):
             d, j = bl.d, bl.j
+            b = used[i]
             theta[d, j] = th_s[i] / scale
-            cov[d, j] = max(float(correlation), 1.0) * cov_s[i] / np.outer(scale, scale)
+            outer = np.outer(scale, scale)
+            g_term = var_gamma * np.outer(beta[b], beta[b])          # scaled units
+            share = blue_share(th_s[i], noise / scale ** 2, max(rss[i], 0.0) / max(bl.n - 4, 1))
+            own = (corr * (1.0 - share) + share) * cov_s[i] + g_term
+            hac = None
+            bias = None
+            if basic:
+                idx = order[starts[b]:starts[b + 1]]
+                e = y[idx] - (X[idx] / scale) @ th_s[i]
+                hac = sandwich(X[idx] / scale, e, lags=min(lags, max(len(idx) - 1, 0))) + g_term
+                if np.all(np.isfinite(noise[:3])) and bl.kappa <= o.kappa_refuse:
+                    bias = eiv_bias(X[idx] / scale, th_s[i], noise / scale ** 2)
+            split = (cl.split_test(Gc[b], gamma, corr, max(50.0, o.n_min / 4.0)) if o.check else {'T': 0.0})
+            varied = cl.variation_term(split) if split['T'] > threshold else np.zeros((4, 4))
+            if o.check:
+                curv = cl.curvature_test(Gb[b], gamma, corr)
+                if curv['T'] > cl.CURVATURE_THRESHOLD:
+                    varied = varied + np.outer(curv['shift'], curv['shift'])
+            hc = combine(own, sandwich=hac, eiv=bias, bias=varied)
+            cov[d, j] = hc.covariance / outer
+            terms[f'{DIRECTIONS[d]}_{j}'] = {k: (np.sqrt(np.maximum(np.diagonal(t), 0.0)) / scale).tolist()
+                                           for k, t in hc.terms.items()}
             dof = max(bl.n - 4, 1)
             res['rms'][d, j] = np.sqrt(max(rss[i], 0.0) / dof)
             sst = bl.yy - bl.ysum ** 2 / bl.n
@@ -310,18 +369,47 @@ def fit_segmented(x, v, a, F, edges, options: FitOptions | None = None,
                 if flag:
                     why.append(f"column '{c}' has no information of its own (unique variance "
                                f'{bl.uv[COLUMNS.index(c)]:.3g} vs noise {noise[COLUMNS.index(c)]:.3g})')
+            changed = bool(separable[d, j] and split['T'] > threshold and cl.material(split))
+            if changed:
+                split = dict(split, theta_left=split['theta_left'] / scale,
+                             theta_right=split['theta_right'] / scale)
+                why.append(_split_reason_scaled(split, edges, j, ncell, threshold, scale))
             if not separable[d, j]:
                 theta[d, j] = np.nan                     # m vs k not separable: no numbers at all
                 why.append('mass and stiffness are not separable: use a multisine excitation')
             if not damp_ok[d, j]:
                 theta[d, j, 1] = np.nan
-            valid[d, j] = separable[d, j] and damp_ok[d, j] and bool(np.all(np.isfinite(cov[d, j])))
-            reason[d][j] = '; '.join(why) or 'ok'
+            verdict = judge(PARAMS, theta[d, j], cov[d, j], required=(), positive=(),
+                            prior_valid=bool(separable[d, j] and damp_ok[d, j] and not changed),
+                            prior_reason='; '.join(why) or 'ok')
+            valid[d, j] = verdict.valid
+            reason[d][j] = verdict.reason
+    else:
+        gamma, var_gamma = 0.0, 0.0
     return ImpedanceProfile(edges=edges, theta=theta, cov=cov, n=counts.reshape(2, nseg), kappa=res['kappa'],
                             residual_rms=res['rms'], r2=res['r2'], unique_variance=uv, column_variance=colvar,
                             valid=valid, separable=separable, damping_identifiable=damp_ok, reason=reason,
                             noise_variance=noise, options=dict(o.__dict__, correlation=float(correlation),
-                                                               record_unique_share=record_share.tolist()))
+                                                               record_unique_share=record_share.tolist(),
+                                                               friction_transient_coefficient=float(gamma),
+                                                               friction_transient_std=float(np.sqrt(var_gamma)),
+                                                               sigma_terms=terms))
+
+
+def _split_reason_scaled(split: dict, edges: np.ndarray, j: int, cells: int, threshold: float,
+                         scale: np.ndarray) -> str:
+    xc = edges[j] + (edges[j + 1] - edges[j]) * split['cut'] / cells
+    kl, kr = split['theta_left'][2], split['theta_right'][2]
+    return (f"parameters change inside the segment: split at x = {1e3 * xc:.4g} mm explains "
+            f"chi2 {split['T']:.3g} > {threshold:.3g} (k {kl:.4g} | {kr:.4g} N/m); use more segments or "
+            f"adaptive edges")
+
+
+def normalised_condition_gram(A: np.ndarray) -> float:
+    """Column-normalised condition number of X from its Gram matrix A = X^T X."""
+    d = np.sqrt(np.maximum(np.diag(A), 1e-300))
+    ev = np.linalg.eigvalsh(A / np.outer(d, d))
+    return float(np.sqrt(ev[-1] / ev[0])) if ev[0] > 0 else float('inf')
 
 
 def _column_flags(uv: np.ndarray, colvar: np.ndarray, noise: np.ndarray, o: FitOptions) -> list[bool]:
