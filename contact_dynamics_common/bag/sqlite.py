@@ -38,7 +38,10 @@ _ZSTD_MAGIC = b'\x28\xb5\x2f\xfd'
 
 
 class Db3File(SummaryFile):
-    """One sqlite3 file of a rosbag2 bag, read-only."""
+    """One sqlite3 file of a rosbag2 bag, read-only: owns the connection (opened again after pickling), the
+    summary built from the ``topics`` / ``messages`` tables (row-id ranges stand in for MCAP chunks), the
+    reading of a damaged file from a zero-padded copy up to its first unreadable page (``damage``), and the
+    message rows read in batches of ``BATCH``."""
 
     storage = 'sqlite3'
     indexed_by = 'sqlite3'
