@@ -3,16 +3,24 @@
 Per JointState sample (strut lengths L, optional velocities L_dot, actuator forces F_a):
  1. stamp gate: zero stamps, non-finite L or F, out-of-order samples are dropped and counted; a backward
     jump larger than time_jump_threshold (a looped bag) resets the identification;
- 2. L_dot, L_ddot from a centred local quadratic fit over +/- derivative_half_window samples (on their real
-    stamps; a gap longer than sensor_timeout restarts the window); L_dot from JointState.velocity if given;
+ 2. L_dot, L_ddot from a centred local polynomial of degree derivative_order over +/- derivative_half_window
+    samples on their real stamps (signal.conditioning.local_polynomial_weights; causal with that delay); a
+    window spanning a hole (an interval > 3 x its median) is skipped (counted), a gap longer than
+    sensor_timeout restarts the window; L_dot from JointState.velocity if use_measured_velocity, L_ddot always
+    from the positions;
  3. Newton forward kinematics (vectorised, warm-started) -> q; qd = J^-T L_dot; J^T qdd = c (spec sec. 2.5);
     samples with unconverged FK, L outside the stroke or |sin theta| < min_sin_theta are rejected (counted);
- 4. regressor Y(q, qd, qdd) (8 or 20 columns) -> parameter UKF update per sample (every decimation-th);
-    with state_noise_std.* > 0 each sample's measurement covariance is the errors-in-variables
-    R_k = measurement_std^2 I + G_k diag(sigma^2) G_k^T [N^2] (pkm_identification.eiv, G_k at theta_0);
- 5. running information matrix, NIS, innovations; flags, convergence (contact_dynamics_common.trust).
-Samples are processed strictly in order whatever the batching between updates, so a live node and run-bag
-of the same data give the same estimate.
+ 4. regressor Y(q, qd, qdd) (20 columns built; 8 or 20 estimated); parallel filtering: Y and F through the
+    same Gaussian kernel (StreamingParallelFilter, delay ~0.94 / parallel_filter_hz s) -> parameter UKF update
+    per sample (every decimation-th); with state_noise_std.* > 0 (and the filter off) each sample's
+    measurement covariance is R_k = measurement_std^2 I + G_k diag(sigma^2) G_k^T (pkm_identification.eiv);
+ 5. block moments (pkm_identification.moments) of the filtered samples, and of an alternative chain (kernel at
+    0.6 x the cut-off, L_dot from the positions) for the conditioning term; convergence snapshots every
+    trust_block used samples; the estimate (``estimate``): honest covariance, identifiability against the
+    model-error scale, unmodelled-friction test, one verdict (trust.verdict.judge).
+Samples are processed strictly in order and every statistic is counted in samples, whatever the batching
+between updates, so a live node, a chunked replay and run-bag of the same data give the same estimate and the
+same verdict at every stamp.
 """
 from __future__ import annotations
 
@@ -23,7 +31,8 @@ import numpy as np
 
 from contact_dynamics_common import trust
 from contact_dynamics_common.params import ConfigError
-from contact_dynamics_common.signal.conditioning import kernel_filter, kernel_half, local_polynomial_weights, width_for_cutoff
+from contact_dynamics_common.signal.conditioning import (cutoff_for_width, kernel_filter, kernel_half,
+                                                         local_polynomial_weights, width_for_cutoff)
 from contact_dynamics_common.trust.covariance import combine
 from contact_dynamics_common.trust.verdict import judge
 from contact_dynamics_common.ringbuffer import RingBuffer
@@ -39,6 +48,8 @@ from .moments import BlockMoments
 from .ukf import ParameterUKF
 
 MODEL = 'stewart_gough_13_body_lumped_mass'
+#: the conditioning term's second, defensible parallel-filter cut-off, relative to parallel_filter_hz
+ALTERNATIVE_RATIO = 0.6
 
 
 @dataclass
@@ -70,35 +81,41 @@ class StreamingParallelFilter:
     window across a hole) on every regressor column and on the forces, streamed with a known delay of ``half``
     samples: filtered F = filtered(Y) theta holds exactly for the linear model, while the derivative noise in
     Y (blue: it grows with frequency) is removed above the cut-off. The sample period that sizes the kernel is
-    the median of the first 16 intervals seen (sample-driven: the same however the stream is batched)."""
+    the median of the first 16 intervals seen (sample-driven: the same however the stream is batched).
+    ``inband_share`` = (f_c / f_Nyquist)^3: of noise with an f^2 spectrum (a once-differentiated white signal;
+    the L_ddot noise of differentiated encoder lengths is bluer, f^4), the share below the cut-off relative to
+    the power above it: how much of the noise the kernel removes it leaves in band (a bound)."""
 
     def __init__(self, cutoff_hz: float):
         self.width = width_for_cutoff(cutoff_hz)
         self.half = 0
+        self.inband_share = 1.0
         self._t = np.zeros(0, np.int64)
         self._z = np.zeros((0, 0))
 
-    def __call__(self, t_ns: np.ndarray, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Feed rows Z (N, c) stamped t_ns; return (stamps, filtered rows) of the samples whose window is
-        complete (earlier samples' outputs come with later calls)."""
+    def __call__(self, t_ns: np.ndarray, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Feed rows Z (N, c) stamped t_ns; return (stamps, filtered rows, the same rows unfiltered) of the
+        samples whose window is complete (earlier samples' outputs come with later calls)."""
         t = np.concatenate([self._t, t_ns])
         z = np.concatenate([self._z, Z]) if len(self._z) else np.asarray(Z, float)
         if not self.half:
             if len(t) < 17:
                 self._t, self._z = t, z
-                return t[:0], z[:0]
-            self.half = kernel_half(self.width, float(np.median(np.diff(t[:17]))) * 1e-9)
+                return t[:0], z[:0], z[:0]
+            period = float(np.median(np.diff(t[:17]))) * 1e-9
+            self.half = kernel_half(self.width, period)
+            self.inband_share = min(cutoff_for_width(self.width) * 2.0 * period, 0.9) ** 3
         m = self.half
-        out_t, out_z = t[:0], z[:0]
+        out_t, out_z, raw = t[:0], z[:0], z[:0]
         if len(t) >= 2 * m + 1:
             ts = (t - t[0]) * 1e-9
             zf = kernel_filter(ts, z, self.width, half=m)
             sl = slice(m, len(t) - m)
             ok = np.isfinite(zf[sl]).all(axis=1)
-            out_t, out_z = t[sl][ok], zf[sl][ok]
+            out_t, out_z, raw = t[sl][ok], zf[sl][ok], z[sl][ok]
         keep = min(len(t), 2 * m)
         self._t, self._z = t[len(t) - keep:], z[len(t) - keep:]
-        return out_t, out_z
+        return out_t, out_z, raw
 
 
 class PkmPipeline:
@@ -139,7 +156,8 @@ class PkmPipeline:
         self.joint_names = list(params['joint_names'])
         self._index_cache: dict = {}
         self.counts = {'joint_missing': 0, 'joint_state_malformed': 0, 'rejected_kinematics': 0,
-                       'window_restarts': 0, 'hole_skipped': 0, 'resets_time_jump': 0, 'samples_used': 0, 'frozen_skipped': 0}
+                       'window_restarts': 0, 'hole_skipped': 0, 'resets_time_jump': 0, 'samples_used': 0,
+                       'frozen_skipped': 0}
         self.frozen = False
         self.last_error = ''
         self.reset()
@@ -171,6 +189,9 @@ class PkmPipeline:
         self._n_snap = 0                    # used samples at the last convergence snapshot
         fc = self.p['parallel_filter_hz']
         self.pfilter = StreamingParallelFilter(fc) if fc > 0 else None
+        self.pfilter_alt = StreamingParallelFilter(ALTERNATIVE_RATIO * fc) if fc > 0 else None
+        self.moments_alt = BlockMoments(20, self.p['trust_block'])
+        self.noise_removed = np.zeros(20)   # sum of the weighted power the kernel removed, per column
         self.stamp_ns = 0
         self.pred = None
         self.counts_used = 0
@@ -316,26 +337,38 @@ class PkmPipeline:
             return
         q, L, Ld, Ldd, F, stamps = q[ok], L[ok], Ld[ok], Ldd[ok], F[ok], t[ks][ok]
         qd, qdd = K.rates_from_struts(self.machine, q, Ld, Ldd)
-        self._use_samples(q, qd, qdd, F, L, stamps)
+        qd_alt = None
+        if have_v.any():                             # the conditioning term's alternative: L_dot from positions
+            qd_alt = K.rates_from_struts(self.machine, q, coefL[:, 1][ok], Ldd)[0]
+        self._use_samples(q, qd, qdd, F, L, stamps, qd_alt)
 
-    def _use_samples(self, q, qd, qdd, F, L, stamps) -> None:
+    def _use_samples(self, q, qd, qdd, F, L, stamps, qd_alt=None) -> None:
         """Regressor and UKF updates of accepted samples: pose q, rates qd, accelerations qdd, forces F [N].
         The 20-column regressor (strut friction columns included even when friction is not estimated: the
-        omitted-regressor test) goes into the block moments with the weight the UKF gives each sample."""
+        omitted-regressor test) goes into the block moments with the weight the UKF gives each sample.
+        The alternative chain (kernel at alternative_ratio x the cut-off; L_dot from the positions when the
+        measured velocity is used: ``qd_alt``) feeds the second moments of the conditioning term."""
         Y20 = D.regressor(self.machine, q, qd, qdd, friction=True, friction_model=self.p['friction_model'])
         good = np.isfinite(Y20).all(axis=(1, 2)) & np.isfinite(F).all(1)
         self.counts['rejected_kinematics'] += int((~good).sum())
         Y20, F, L, stamps = Y20[good], F[good], L[good], stamps[good]
         if not len(F):
             return
+        if self.pfilter_alt is not None and not self.frozen:
+            Ya = Y20 if qd_alt is None else D.regressor(self.machine, q[good], qd_alt[good], qdd[good], friction=True,
+                                                        friction_model=self.p['friction_model'])
+            _, Za, _ = self.pfilter_alt(stamps, np.concatenate([Ya.reshape(len(F), -1), F], axis=1))
+            if len(Za):
+                self.moments_alt.add(Za[:, :120].reshape(-1, 6, 20), Za[:, 120:], np.linalg.inv(self.ukf.R))
         n = len(self.names)
         self.stamp_ns = int(stamps[-1])
         self.pred = (int(stamps[-1]), Y20[-1, :, :n], L[-1].copy())     # newest sample: feed-forward prediction
         if self.pfilter is not None:                 # parallel filtering: Y and F through the same kernel
-            st, Z = self.pfilter(stamps, np.concatenate([Y20.reshape(len(F), -1), F], axis=1))
+            st, Z, Zraw = self.pfilter(stamps, np.concatenate([Y20.reshape(len(F), -1), F], axis=1))
             Y20, F = Z[:, :120].reshape(-1, 6, 20), Z[:, 120:]
             if not len(F):
                 return
+            hp = Zraw[:, :120].reshape(-1, 6, 20) - Y20           # what the kernel removed from each column
         Y = Y20[:, :, :n]
         seq = self._seq + np.arange(len(F))
         self._seq += len(F)
@@ -364,6 +397,8 @@ class PkmPipeline:
             self.info.add(Y[use], F[use], self.theta0)
             W = np.linalg.inv(Rk[use]) if Rk is not None else np.linalg.inv(self.ukf.R)
             self.moments.add(Y20[use], F[use], W)
+            if self.pfilter is not None:
+                self.noise_removed += np.einsum('nki,kl,nli->i', hp[use], W, hp[use])
         n_used = int(use.sum())
         self.counts['samples_used'] += n_used
         self.counts_used += n_used
@@ -377,7 +412,14 @@ class PkmPipeline:
         own = the conditioned filter covariance; sandwich = Lam^-1 (k M + P0^-1) Lam^-1 with Lam = P0^-1 + H
         (H = sum Y^T R^-1 Y, what the filter counts), M the batch-means HAC covariance of the scores at the
         estimate (BlockMoments.score_covariance) and k = B / (B - 1) for the estimated mean score of B blocks;
-        bias = S P0_u S^T, S = Lam^-1 H_eu: what holding the other parameters at an uncertain prior does."""
+        bias = S P0_u S^T, S = Lam^-1 H_eu: what holding the other parameters at an uncertain prior does;
+        conditioning = d d^T, d the move of the information-form estimate between the two parallel-filter
+        bandwidths (and, with a measured velocity, to L_dot from the positions): derivative and
+        errors-in-variables bias that no residual shows; eiv = the first-order attenuation bias
+        -Lam^-1 diag(N) theta of the noise N the parallel filter leaves in each column, from the power it
+        removed above the cut-off with an f^2 noise spectrum (N = removed x r / (1 - r), r = (f_c / f_Nyq)^3):
+        a column that is mostly noise (the fake rotation of a pure translation) gets sigma ~ |theta| and falls
+        out as not_excited."""
         n = len(self.names)
         act = self.ukf.active
         e = np.flatnonzero(free)
@@ -402,16 +444,36 @@ class PkmPipeline:
             if len(u):                           # the held parameters are uncertain by their prior
                 Sx = lam_inv @ A[np.ix_(e, u)]
                 clamp = Sx @ np.diag(self.P0[u]) @ Sx.T
-            cov = combine(own, sandwich=sand, bias=clamp).covariance
+            cond = None
+            if self.pfilter_alt is not None and self.moments_alt.samples > 0:
+                d = self._information_solution(self.moments, e, u) - self._information_solution(self.moments_alt, e, u)
+                cond = np.outer(d, d)
+            eiv_b = None
+            if self.pfilter is not None:         # in-band noise left in each column, white-equivalent (a bound)
+                r = self.pfilter.inband_share
+                N = self.noise_removed[e] * r / (1.0 - r)
+                # attenuation pulls the estimate towards 0: scale the bias with the larger of estimate and prior
+                eiv_b = -lam_inv @ (N * np.maximum(np.abs(theta[e]), np.abs(self.theta0[e])))
+            cov = combine(own, sandwich=sand, bias=clamp, conditioning=cond, eiv=eiv_b).covariance
         else:
             cov = own                            # too few blocks to know the model-error scale yet (not valid)
         return {'theta': theta, 'cov': cov, 'e': e, 'blocks': B, 'scale_known': bool(np.isfinite(k))}
 
+    def _information_solution(self, mom: BlockMoments, e: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """Least squares with the prior on the free parameters e from the moments ``mom``; the parameters u at
+        their prior, the inactive ones at the filter's values: (P0^-1 + A_ee)^-1 (P0^-1 theta0 + c_e - A_ef theta_f)."""
+        n = len(self.names)
+        A, c, _, _ = mom.totals()
+        fixed = np.setdiff1d(np.arange(n), e)
+        tf = np.where(np.isin(np.arange(n), u), self.theta0, self.ukf.theta[0])[fixed]
+        rhs = c[e] + self.theta0[e] / self.P0[e] - A[np.ix_(e, fixed)] @ tf
+        return np.linalg.solve(np.diag(1.0 / self.P0[e]) + A[np.ix_(e, e)], rhs)
+
     def _friction_check(self, theta: np.ndarray, free: np.ndarray):
         """Omitted-regressor (Wald) test of unmodelled strut friction when it is not estimated: the 12 friction
         columns are appended to the free parameters in the block moments; their coefficients' Wald statistic
-        with the HAC covariance against chi^2_12 (alpha 1e-3), and only when the friction would move a free
-        parameter by more than its own sigma."""
+        with the HAC covariance from B blocks, as Hotelling's T^2 against F(12, B - 12) (alpha 1e-3), and only
+        when the friction would move a free parameter by more than its own sigma."""
         if self.friction:
             return None
         e = np.flatnonzero(free)
@@ -440,13 +502,13 @@ class PkmPipeline:
             wald = float(fr @ np.linalg.solve(Cf, fr))
         except np.linalg.LinAlgError:
             return None
-        from scipy.stats import chi2
-        pv = float(chi2.sf(wald, 12))
+        from scipy.stats import f as f_dist           # Hotelling: the HAC covariance comes from only B blocks
+        pv = float(f_dist.sf(wald * (B - 12) / (12.0 * (B - 1)), 12, B - 12)) if B > 13 else 1.0
         shift = np.abs(sol[:len(e)] - theta[e]) / np.sqrt(np.maximum(np.diag(C)[:len(e)], 1e-300))
         if pv < 1e-3 and shift.max() > 1.0:
             j = e[int(np.argmax(shift))]
             return trust.Check(False, f'{trust.MISMATCH}: unmodelled strut friction (omitted-regressor test '
-                                      f'chi2_12 = {wald:.3g}, p = {pv:.2g}; it moves {self.names[j]} by '
+                                      f'T2 = {wald:.3g}, p = {pv:.2g}; it moves {self.names[j]} by '
                                       f'{shift.max():.1f} sigma): set estimate_friction: true',
                                'omitted_regressor', wald, pv)
         return trust.Check(True, 'ok', 'omitted_regressor', wald, pv)
@@ -549,7 +611,8 @@ class PkmPipeline:
             cond = float(lam[-1] / lam[0]) if lam[0] > 0 else float('inf')
         innov = np.array(self.innov) if self.innov else np.zeros((0, 6))
         rms = float(np.sqrt((innov ** 2).mean())) if len(innov) else float('nan')
-        pred_stamp, pred, lengths = (self.pred[0], self.pred[1] @ theta_f, self.pred[2]) if self.pred else (0, None, None)
+        pred_stamp, pred, lengths = ((self.pred[0], self.pred[1] @ theta_f, self.pred[2]) if self.pred
+                                     else (0, None, None))
         return PkmEstimate(self.names, self.units, theta, std, cov, fl, excitation, self.stamp_ns,
                            self.counts_used, valid, status, rms, cond, nis_mean, warnings,
                            pred_stamp, pred, lengths,
