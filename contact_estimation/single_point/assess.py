@@ -216,6 +216,16 @@ def adequacy_checks(est: ContactEstimate, samples: ContactSamples, alpha: float 
         if dv.details.get('share', 0.0) <= MIN_DIRECTIONAL_SHARE or not np.any(np.asarray(used) & (shift > bound)):
             dv = replace(dv, ok=True, reason='ok', details=dict(dv.details, note='significant, immaterial'))
     checks.append(dv)
+    if model.uses_acceleration:
+        share = _per_window(_interpolated_share, samples, 'interpolated')
+        if share > MAX_INTERPOLATED:
+            # x was interpolated between the samples of a slower displacement stream: its acceleration is
+            # the interpolation's (zero between knots), not the contact's; the mass cannot be told
+            j = est.names.index('mass')
+            var[j] = max(var[j], 4.0 * float(est.values[j]) ** 2 + 1e-300)
+            checks.append(trust.Check(True, f'mass not identified: {share:.0%} of the deformation samples are '
+                                            'interpolated from a slower displacement stream', 'interpolation',
+                                      details={'interpolated_share': share}))
     if 'nis' in est.extras and est.samples_used > 0:
         nis = _nis(est)
         checks.append(nis)
@@ -622,7 +632,7 @@ def _band_consistency(t: np.ndarray, X: np.ndarray, y: np.ndarray, ok: np.ndarra
     on dynamic data: damping force >= BAND_RATE_SHARE of the force)
 
     The parallel-filtered regressors X and target y (exact for the model) are split by one more Gaussian kernel
-    at f_s, the frequency below which half the rate's power lies: low = h_s * (X, y), high = (X, y) - low (both
+    at f_s, the frequency below which half the deformation's power lies: low = h_s * (X, y), high = (X, y) - low (both
     linear filters: the model holds exactly in each band). Each band is fitted by least squares with its HAC
     sandwich and EIV bias (``trust.covariance``). A parameter that differs by more than BAND_Z combined sigma and
     BAND_REL of its value fails: ``model mismatch suspected: <name> differs between frequency bands``
@@ -639,7 +649,9 @@ def _band_consistency(t: np.ndarray, X: np.ndarray, y: np.ndarray, ok: np.ndarra
     if len(seg) < 400:
         return None
     rate = 1.0 / float(np.median(np.diff(t[seg])))
-    f, pw = welch(X[seg, 1] - X[seg, 1].mean(), fs=rate, nperseg=min(len(seg), int(4 * rate)))
+    # split where half the deformation's power lies below (the rate's power is weighted to the top tone)
+    f, pw = welch(X[seg, 0], fs=rate, nperseg=min(len(seg), int(4 * rate)), detrend='linear')
+    pw = np.where(f > 0, pw, 0.0)
     cum = np.cumsum(pw)
     if not cum[-1] > 0:
         return None
@@ -682,6 +694,28 @@ def _band_consistency(t: np.ndarray, X: np.ndarray, y: np.ndarray, ok: np.ndarra
                                       f'{abs(d[j]) / sd[j]:.1f} sigma): frequency-dependent loss (hysteresis), '
                                       'an omitted mass or friction', 'band_consistency', details=details)
     return trust.Check(True, 'ok', 'band_consistency', details=details)
+
+
+#: share of linearly interpolated deformation samples above which the acceleration regressor is not trusted
+MAX_INTERPOLATED = 0.3
+
+
+def _interpolated_share(samples: ContactSamples) -> float:
+    """Share of samples where the deformation lies on the straight line through its neighbours (three-point
+    divided second difference ~0 relative to its typical size): linear interpolation between the knots of a
+    slower displacement stream. Measured samples with any noise or curvature are never exactly on the line."""
+    t, x = samples.t, samples.x
+    if len(x) < 16:
+        return 0.0
+    h1, h2 = np.diff(t)[:-1], np.diff(t)[1:]
+    ok = (h1 > 0) & (h2 > 0)
+    d2 = np.zeros(len(h1))
+    d2[ok] = 2.0 * ((x[2:] - x[1:-1])[ok] / h2[ok] - (x[1:-1] - x[:-2])[ok] / h1[ok]) / (h1 + h2)[ok]
+    scale = float(np.median(np.abs(d2[ok]))) if ok.any() else 0.0
+    top = float(np.max(np.abs(d2[ok]))) if ok.any() else 0.0
+    if not top > 0:
+        return 0.0
+    return float(np.mean(np.abs(d2[ok]) <= 1e-6 * top))
 
 
 def _omitted_directional(samples: ContactSamples, X: np.ndarray, F: np.ndarray, alpha: float) -> trust.Check:
