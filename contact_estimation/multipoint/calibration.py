@@ -55,6 +55,8 @@ SIM_DT = 5e-5
 SIM_RATE = 10000.0
 WRENCH_RATE = 1000.0
 NAMES = ('stiffness', 'damping', 'friction')
+#: the settings of the newest draw (for inspecting a surprising outcome)
+LAST_DRAW: dict = {}
 UNITS = ('N/m', 'N*s/m', '-')
 
 
@@ -201,6 +203,9 @@ def draw(rng: np.random.Generator, *, motion: str, mismatch: bool = False, pose_
         pl.push_pose_columns(stamps(ip), x, q)
     node.tick(int(stamps(iw)[-1]))
     est = pl.estimate
+    LAST_DRAW.clear()
+    LAST_DRAW.update(law=law_name, source=source, pose_div=pose_div, jitter=jitter, hole=hole, noise_wrench=noise_w,
+                     noise_pose=noise_p, status=pl.status())
     f_contact = np.sqrt(3 * law.stiffness / MASS) / (2 * np.pi) if law.normal != 'hunt_crossley' else np.inf
     in_contact = int((cs.count > 0).sum() * WRENCH_RATE / SIM_RATE)
     fits = not mismatch and creeping < 0.1

@@ -23,6 +23,8 @@ explained by the others), bound activity, the residual and an honest covariance 
 - bias (slip): ΔΔᵀ, Δ = estimate without the friction column of the sliding contacts slower than 3 σ of their
   tangential-velocity noise (robust twist-noise level from the twist's 4th differences) − estimate: the
   friction direction such a contact contributes is not resolved by the measured / differentiated twist;
+- bias (pulling): ΔΔᵀ, Δ = estimate over the instants where the fitted law pushes at every contact
+  (k δ + b δ̇ ≥ 0) − estimate: a contact that cannot pull (clipped law) biases KV through those instants;
 - a floating-point floor (1e-9 |θ|)²;
 - no errors-in-variables term: the attenuation by regressor noise is not modelled separately (the sandwich
   holds its variance, the bandwidth term part of its bias; see doc/trust/multipoint.md).
@@ -176,7 +178,7 @@ def honest_covariance(cov_white: np.ndarray, theta: np.ndarray, residual_cov: np
     """Total covariance of θ = [k, b, μk] (3×3, θ units) by the shared rule ``trust.covariance.combine``:
     base = the HAC sandwich ``residual_cov`` (per parameter at least the white-residual σ²(ΦᵀΦ)⁻¹), plus
     ``cov_terms['bandwidth']`` as its conditioning term and the sum of the others (``'interpolation'``,
-    ``'slip'``) as its bias term (ΔΔᵀ each), plus the floating-point floor diag((1e-9 θ)²). A rank-deficient (non-finite) white form stays
+    ``'slip'``, ``'pulling'``) as its bias term (ΔΔᵀ each), plus the floating-point floor diag((1e-9 θ)²). A rank-deficient (non-finite) white form stays
     non-finite (the caller's "unknown"); a non-finite term makes the total 1e300 I (unknown)."""
     C = np.asarray(cov_white, float)
     if not np.all(np.isfinite(C)):

@@ -46,7 +46,9 @@ from .estimator import (MultiPointEstimate, Thresholds, friction_columns, global
 
 _POSE_COLS = ('_p_t', '_p_x', '_p_q', '_p_v', '_p_w', '_p_v2', '_p_w2', '_p_known', '_p_start', '_p_noise_done')
 _ROW_COLS = ('_rows_t', '_rows_id', '_rows_A', '_rows_y', '_rows_A_bw', '_rows_A_in', '_rows_y_in')
-_CONTACT_COLS = ('_c_id', '_c_speed', '_c_lever', '_c_fcol')
+_CONTACT_COLS = ('_c_id', '_c_speed', '_c_lever', '_c_fcol', '_n_id', '_n_delta', '_n_ddot')
+#: a pose step longer than this many times the median of the five before it is a hole
+HOLE_PERIODS = 4.0
 #: a sliding contact slower than this many σ of its tangential-velocity noise has an unresolved direction
 SLIP_SIGMAS = 3.0
 
@@ -121,6 +123,9 @@ class MultiPointPipeline:
         self._c_speed = np.zeros(0)                  # friction column contribution (rows_per_instant,)
         self._c_lever = np.zeros(0)
         self._c_fcol = np.zeros((0, self.rows_per_instant))
+        self._n_id = np.zeros(0, np.int64)           # per contact: its instant's id, δ, δ̇ (pulling test)
+        self._n_delta = np.zeros(0)
+        self._n_ddot = np.zeros(0)
         self._rows_t = np.zeros(0, np.int64)
         self._rows_A = np.zeros((0, self.rows_per_instant, 3))
         self._rows_y = np.zeros((0, self.rows_per_instant))
@@ -171,10 +176,7 @@ class MultiPointPipeline:
             if not len(i):
                 continue
             qi = q[i] / qn[i][:, None]
-            st = stamps[i]
-            gap = self.params['max_pose_gap']
-            first = (not len(self._p_t)) or (st[0] - self._p_t[-1]) * 1e-9 > gap
-            start = np.r_[first, np.diff(st) * 1e-9 > gap]
+            start = self._segment_starts(stamps[i])
             self._p_start = np.r_[self._p_start, start]
             self._p_noise_done = np.r_[self._p_noise_done, np.zeros(len(i), bool)]
             self._p_t = np.r_[self._p_t, stamps[i]]
@@ -193,6 +195,28 @@ class MultiPointPipeline:
                 self._p_known = np.r_[self._p_known, np.zeros(len(i), bool)]
                 self._pose_twists()
             self._twist_noise()
+
+    def _segment_starts(self, st: np.ndarray) -> np.ndarray:
+        """Which new pose stamps start a hole-free segment: the first ever, a step longer than ``max_pose_gap``
+        or longer than HOLE_PERIODS x the median of the five steps before it (a hole in the stream; the
+        history is the stored stream's, so the flags do not depend on the batching)."""
+        prev = self._p_t[-6:]
+        allt = np.r_[prev, st].astype(np.int64)
+        d = np.diff(allt) * 1e-9
+        k0 = len(prev) - 1                                    # index in d of the step into st[0] (-1: none)
+        start = np.zeros(len(st), bool)
+        if not len(prev):
+            start[0] = True
+        hist = np.r_[np.full(5, np.nan), d]
+        win = np.lib.stride_tricks.sliding_window_view(hist, 5)[:len(d)]   # the 5 steps before each step
+        n_hist = np.isfinite(win).sum(axis=1)
+        ref = np.where(n_hist > 0, np.nanmedian(np.where(n_hist[:, None] > 0, win, 0.0), axis=1), np.nan)
+        hole = (d > self.params['max_pose_gap']) | (np.isfinite(ref) & (d > HOLE_PERIODS * ref))
+        if len(prev):
+            start |= hole[k0:]
+        else:
+            start[1:] |= hole
+        return start
 
     def push_pose(self, stamp_ns: int, position, orientation, linear=None, angular=None) -> None:
         """One sample (ROS callback): only queued; gated and stored in arrival order by the next update."""
@@ -318,7 +342,7 @@ class MultiPointPipeline:
         j1 = np.clip(jc + 1, 0, len(self._p_t) - 1)
         gap = (self._p_t[j1] - self._p_t[jc]) * 1e-9
         ok = ~before & (exact | ((j1 > jc) & (gap <= self.params['max_pose_gap'])))
-        ok &= self._p_known[jc] & (exact | self._p_known[j1])
+        ok &= self._p_known[jc] & (exact | (self._p_known[j1] & ~self._p_start[j1]))    # never across a hole
         twist_ok = np.isfinite(self._p_v[jc]).all(1) & (exact | np.isfinite(self._p_v[j1]).all(1))
         ok &= twist_ok
         self.counts['wrench_unpaired'] += int((~ok).sum())
@@ -331,7 +355,7 @@ class MultiPointPipeline:
         cut = int(last_known) - 1
         if len(unknown):
             cut = min(cut, int(unknown[0]) - 2 * (self.half_window + 1) - 1)
-        cut = min(cut, len(self._p_t) - 5)                # the twist-noise record's 4th differences
+        cut = min(cut, len(self._p_t) - 6)                # 4th differences; the hole test's five steps
         if cut > 0:
             for name in _POSE_COLS:
                 setattr(self, name, getattr(self, name)[cut:])
@@ -398,6 +422,9 @@ class MultiPointPipeline:
         self._c_speed = np.r_[self._c_speed, np.linalg.norm(cs.v_t[sl], axis=1)]
         self._c_lever = np.r_[self._c_lever, np.linalg.norm(cs.lever[sl], axis=1)]
         self._c_fcol = np.concatenate([self._c_fcol, friction_columns(cs, form, ms)[sl]])
+        self._n_id = np.r_[self._n_id, ids[cs.k]]
+        self._n_delta = np.r_[self._n_delta, cs.delta]
+        self._n_ddot = np.r_[self._n_ddot, cs.delta_dot]
         self._rows_A = np.concatenate([self._rows_A, A[contact]])
         self._rows_y = np.concatenate([self._rows_y, y[contact]])
         self._rows_A_bw = np.concatenate([self._rows_A_bw, A_bw[contact]])
@@ -418,8 +445,11 @@ class MultiPointPipeline:
             for name in _ROW_COLS:
                 setattr(self, name, getattr(self, name)[keep])
             kc = np.isin(self._c_id, self._rows_id)
-            for name in _CONTACT_COLS:
+            for name in _CONTACT_COLS[:4]:
                 setattr(self, name, getattr(self, name)[kc])
+            kn = np.isin(self._n_id, self._rows_id)
+            for name in _CONTACT_COLS[4:]:
+                setattr(self, name, getattr(self, name)[kn])
             self._stats = [np.zeros((3, 3)), np.zeros(3), 0.0, 0]       # recomputed: no drift from subtraction
             self._accumulate(self._rows_A, self._rows_y)
 
@@ -461,7 +491,10 @@ class MultiPointPipeline:
         terms = {}
         for name, Aa, ya in (('bandwidth', self._rows_A_bw, self._rows_y), ('interpolation', self._rows_A_in,
                                                                              self._rows_y_in),
-                             ('slip', self._slip_rows(), self._rows_y)):
+                             ('slip', self._slip_rows(), self._rows_y),
+                             ('pulling', *self._rows_without_pulling(theta))):
+            if Aa is None:
+                continue
             alt = global_fit(Aa.reshape(-1, 3), ya.reshape(-1), formulation=self.params['formulation'])
             d = alt.theta - theta if alt.rank == 3 else np.full(3, np.inf)
             terms[name] = np.outer(d, d) if np.all(np.isfinite(d)) else np.diag(np.full(3, np.inf))
@@ -478,6 +511,18 @@ class MultiPointPipeline:
             return 0.0, 0.0
         k = 1.0 / (0.6745 * np.sqrt(70.0))
         return float(np.median(self._noise_v[use]) * k), float(np.median(self._noise_w[use]) * k)
+
+    def _rows_without_pulling(self, theta: np.ndarray):
+        """The rows of the instants where the fitted law pushes at every contact (k δ + b δ̇ >= 0): the
+        alternative of the pulling term (a contact that cannot pull — a clipped law — biases a KV fit through
+        exactly the instants where the fit pulls). (None, None) when no instant pulls or too few remain."""
+        pull = theta[0] * self._n_delta + theta[1] * self._n_ddot < 0
+        if not pull.any():
+            return None, None
+        keep = ~np.isin(self._rows_id, self._n_id[pull])
+        if keep.sum() < max(12, len(keep) // 10):
+            return None, None
+        return self._rows_A[keep], self._rows_y[keep]
 
     def _slip_rows(self) -> np.ndarray:
         """The rows with the friction column of every sliding contact slower than SLIP_SIGMAS x its
