@@ -132,6 +132,8 @@ def fixed_layout_columns(spec: msgconv.ColumnSpec, data: Collected) -> dict[str,
             cols['stamp_ns'] = sec * msgconv.NS_PER_S + values(spec.stamp + '.nanosec', '<u4')[:, 0]
         for name, path in spec.strings:
             msgconv.add_string_column(cols, name, [layout.strings[path]])
+        for name, path in spec.string_arrays:        # structural bytes are equal: every row holds the same strings
+            cols[name] = [tuple(layout.strings[path])] * n
         for fc in spec.floats:
             cols[fc.name] = np.hstack([values(p) for p in fc.paths])
             if cols[fc.name].shape[1] != fc.width:

@@ -86,6 +86,7 @@ class ColumnSpec:
     strings: tuple[tuple[str, str], ...] = ()  # (column, string field)
     floats: tuple[FloatColumn, ...] = ()
     joint_arrays: tuple[str, ...] = ()         # float64[] fields indexed by the string[] field 'name'
+    string_arrays: tuple[tuple[str, str], ...] = ()  # (column, string[] field): one tuple of strings per row
 
 
 def _xyz(prefix: str) -> tuple[str, ...]:
@@ -120,13 +121,13 @@ COLUMN_SPECS: dict[str, ColumnSpec] = {
         (FloatColumn('orientation', _xyzw('orientation'), 4),
          FloatColumn('angular_velocity', _xyz('angular_velocity'), 3),
          FloatColumn('linear_acceleration', _xyz('linear_acceleration'), 3))),
-    # rover_contact's obstacle hypothesis (low rate); string[] contact_wheels is not a column: offline nodes
-    # use their configured default wheels
+    # rover_contact's obstacle hypothesis (low rate)
     'contact_dynamics/msg/ObstacleHypothesis': ColumnSpec(
         'header.stamp', (('frame_id', 'header.frame_id'), ('contact_model', 'contact_model')),
         (FloatColumn('face_normal_out', _xyz('face_normal_out'), 3),
          FloatColumn('scalars', ('beta_rad', 'height_m', 'distance_m', 'mu', 'k', 'p', 'e_restitution'), 7),
-         FloatColumn('step_edge', ('step_edge',), 1))),
+         FloatColumn('step_edge', ('step_edge',), 1)),
+        string_arrays=(('contact_wheels', 'contact_wheels'),)),
 }
 
 
@@ -166,6 +167,8 @@ def columns_from_messages(type_name: str, msgs: Sequence[Any], log_ns: Sequence[
         cols['stamp_ns'] = np.fromiter((stamp_to_ns(get(m)) for m in msgs), dtype=np.int64, count=n)
     for name, path in spec.strings:
         add_string_column(cols, name, [str(v) for v in map(attrgetter(path), msgs)])
+    for name, path in spec.string_arrays:
+        cols[name] = [tuple(str(x) for x in v) for v in map(attrgetter(path), msgs)]
     for fc in spec.floats:
         cols[fc.name] = (np.hstack([np.asarray([get(m) for m in msgs], dtype=np.float64).reshape(n, -1)
                                     for get in map(attrgetter, fc.paths)]) if n else np.empty((0, fc.width)))
