@@ -270,14 +270,6 @@ def test_robot_description_rebuilds_model_or_is_rejected(rover):
     assert 'Traceback' not in out, out
 
 
-def _bag_columns_carry_string_arrays() -> bool:
-    from contact_dynamics_common.messages.convert import ColumnSpec
-    return 'string_arrays' in ColumnSpec.__dataclass_fields__
-
-
-@pytest.mark.xfail(not _bag_columns_carry_string_arrays(), strict=True,
-                   reason='run-bag reads hypotheses as columns; the contact_wheels column needs ColumnSpec.string_arrays '
-                          'in contact_dynamics_common (messages/convert.py, bag/layout.py), not in this package')
 def test_live_equals_run_bag_with_contact_wheels(tmp_path):
     """A bag whose hypotheses name one contact wheel (front_left): run-bag and the live node (the bag played over
     DDS under sim time) both use it, and agree at every common data stamp (issue 17: live != offline before)."""
