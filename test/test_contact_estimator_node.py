@@ -106,6 +106,30 @@ def test_live_estimates_match_truth_and_offline_replay(tmp_path, ros_context):
         assert offline['stiffness'] == pytest.approx(live.stiffness, rel=1e-9)
         assert offline['damping'] == pytest.approx(live.damping, rel=1e-9)
         assert offline['covariance'] == pytest.approx(list(live.covariance), rel=1e-6)
+        # one verdict: validity, reason and damping identifiability as the live node published them
+        assert (offline['valid'], offline['status'], offline['damping_identifiable']) == \
+            (live.valid, live.status, live.damping_identifiable)
+
+    # contact-compare on the same bag and config (its samples, the node's estimators and verdict function):
+    # the verdicts of the live node again
+    from contact_dynamics_common.bag import BagReader
+    from contact_dynamics_common.params import load_params_file, validate_all
+    from contact_estimation.single_point.compare import compare
+    from contact_estimation.single_point.config import NODE_NAME, PARAMS
+    from contact_estimation.single_point.offline import OfflineContactEstimator
+    from contact_estimation.single_point.pipeline import estimator_options
+    params = validate_all(PARAMS, {k: v for k, v in load_params_file(CONFIG, NODE_NAME).items()
+                                   if k != 'use_sim_time'})
+    node = OfflineContactEstimator(params)
+    reader = BagReader(str(bag))
+    samples = node.contact_samples({t: reader.columns(t) for t in node.inputs()})
+    cmp = compare(samples, segmentation='whole', names=['rls', 'gls'], params=params,
+                  options=estimator_options(params, node.pipeline.model))
+    for name in ('rls', 'gls'):
+        est, live = cmp.results[name][0], final[f'/contact_estimator/{name}/estimate']
+        assert (est.valid, est.reason) == (live.valid, live.status), name
+        assert est.stiffness == pytest.approx(live.stiffness, rel=1e-9), name
+        assert est.is_identifiable('damping') == live.damping_identifiable, name
 
 
 def _final(listener: Listener, sim: KelvinVoigt1Dof, within_s: float = 0.05) -> dict | None:
