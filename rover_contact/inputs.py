@@ -8,7 +8,6 @@ older than the last accepted one of its input). ``state()`` raises InputError wh
 """
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -17,6 +16,7 @@ import numpy as np
 import pinocchio as pin
 
 from contact_dynamics_common.params import ConfigError
+from contact_dynamics_common.paths import config_dir, resolve_config_file
 from contact_dynamics_common.signal.stamps import GateCounts, StampGate
 
 from .impact.geometry import beta_from_face_normal, beta_from_step
@@ -30,14 +30,11 @@ class InputError(RuntimeError):
 
 
 def resolve_config_path(path: str) -> Path:
-    """An existing file: as given, else in the source tree's config/, else in share/contact_dynamics/config."""
-    p = Path(path)
-    if p.is_file():
-        return p
-    for base in (Path(__file__).resolve().parents[1] / 'config', Path(sys.prefix) / 'share' / 'contact_dynamics' / 'config'):
-        if (base / path).is_file():
-            return base / path
-    raise ConfigError(f"file '{path}' not found (also looked in the package config/)")
+    """An existing file: as given, else in the project's config/ (source tree, ament share or venv prefix)."""
+    found = resolve_config_file(path)
+    if found is None:
+        raise ConfigError(f"file '{path}' not found (also looked in {config_dir()})")
+    return found
 
 
 def load_model(params: dict) -> RoverModel:
