@@ -195,6 +195,31 @@ def test_common_imports_no_capability_package():
     assert not up, f'contact_dynamics_common imports a capability package: {up}'
 
 
+#: the shared home's sub-packages and top-level modules, top-down as its ``__init__.py`` and doc/layout.md
+#: list them: each may import only those after it
+COMMON_LAYERS = ('cli', 'offline', 'ros', 'bag', 'messages', 'signal', 'trust', 'registry', 'paths')
+
+
+def test_shared_home_arrows_point_down():
+    """Between the sub-packages of contact_dynamics_common every import goes down the documented order (a
+    newcomer reading the layout top-down never meets a module that needs one further down the page)."""
+    graph, _ = import_graph()
+
+    def layer(module: str) -> str | None:
+        parts = module.split('.')
+        return parts[1] if parts[0] == 'contact_dynamics_common' and len(parts) > 1 else None
+
+    layers = {layer(m) for m in graph} - {None}
+    assert layers <= set(COMMON_LAYERS), f'not in the documented order: {layers - set(COMMON_LAYERS)}'
+    rank = {name: i for i, name in enumerate(COMMON_LAYERS)}
+    up = [e for m, es in graph.items() for e in es
+          if layer(m) and layer(e.target) and rank[layer(m)] > rank[layer(e.target)]]
+    assert not up, 'imports pointing up the layout:\n' + '\n'.join(map(repr, up))
+    doc = (ROOT / 'contact_dynamics_common' / '__init__.py').read_text()
+    where = [doc.find(f'``{name}``') for name in COMMON_LAYERS]
+    assert min(where) >= 0 and where == sorted(where), 'the package docstring lists them in this order'
+
+
 # ---- the checker itself, on small made-up trees: it must see what it claims to see ----
 
 def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
