@@ -27,6 +27,10 @@ r = sum phi_s F, sum F^2; no forgetting):
 i.e. the covariance of that least squares plus the IA lag (unconverged or jittering estimates get a
 correspondingly large covariance). Excitation and conditioning come from the same S; ``residual_rms``
 is that of the IA estimate over the seen samples, sqrt(RSS(theta_IA) / N).
+
+Published sigma: the covariance above (least squares of the seen samples plus the lag), raised by ``assess``
+like the others to the HAC sandwich, the IV and parallel-filter gaps (EIV + conditioning terms) and
+omitted-term shifts; convergence is judged against the least-squares reference.
 """
 from __future__ import annotations
 

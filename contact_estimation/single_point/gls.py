@@ -8,6 +8,11 @@ Optional bounds use ``scipy.optimize.lsq_linear`` (the thesis projected damping 
 sufficient statistics (Phi^T Phi, Phi^T F, F^T F, sum F, N), adding arriving samples and subtracting
 leaving ones exactly per sample, and solves the (column-scaled) normal equations on demand;
 ``update_and_report`` gives the window statistics after any prefixes of a block in one pass.
+
+Published sigma (``assess``): sigma^2 (Phi^T Phi)^-1 raised per parameter to the residual HAC sandwich, the
+gap to an instrumental-variables fit and to the parallel-filtered fit (its HAC sandwich, EIV bias of the x
+noise through the kernels and two-bandwidth conditioning term), and omitted-term shifts; the sliding-window
+form is a tracking estimator (its sigma also holds the tracking spread, see ``rls``).
 """
 from __future__ import annotations
 

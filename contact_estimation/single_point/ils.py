@@ -5,6 +5,9 @@
 The recursion is exactly that of :class:`~contact_estimation.single_point.rls.RecursiveLeastSquares` (eqs. 2.3-2.5,
 exponential forgetting, wind-up floor); only the model is restricted to Kelvin-Voigt, so ILS needs no
 deformation acceleration and no mass guess. xdot is measured or a finite difference of x.
+
+Published sigma: as RLS (``rls`` module docstring): own P, HAC sandwich, IV and parallel-filter gaps (EIV +
+conditioning terms), omitted-term shifts, tracking spread.
 """
 from __future__ import annotations
 

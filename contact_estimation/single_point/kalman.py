@@ -20,6 +20,11 @@ mean normalised innovation squared e^2/s, ~1 when R_v and the model fit the data
 conditioning come from the accumulated information sum phi_s phi_s^T of the samples seen.
 P is kept symmetric (only the upper triangle is computed) and, after every block, positive definite
 (``make_spd`` eigenvalue floor). ``residual_rms`` is the RMS of the innovations e = F - h^T theta-.
+
+Published sigma (``assess``): the own P, multiplied by max(1, mean NIS) when the force-noise setting is too
+low, raised per parameter to the HAC sandwich, the IV and parallel-filter gaps (EIV bias + two-bandwidth
+conditioning term) and omitted-term shifts; the settle rule judges drift against that honest sigma. With
+process noise it is a tracking estimator and its sigma also holds the tracking spread (see ``rls``).
 """
 from __future__ import annotations
 

@@ -15,6 +15,13 @@ to a wild initial guess (S4: 45 % at k0 = 1e12) does not return through the floo
 processed with ``scipy.signal.lfilter`` and a batched solve, giving the sample-by-sample result at
 vectorised cost; ``update_and_report`` turns those per-sample states into the estimates after any
 prefixes of the block. Regressors are scaled (phi / scales) so that P0 = a I is meaningful.
+
+Published sigma (issue 14; ``assess``, the same in the node, run-bag and contact-compare): the own P scaled
+by the residual variance, raised per parameter to the residual HAC sandwich, the gap to an instrumental-
+variables fit and to the parallel-filtered fit of the window (whose covariance holds its HAC sandwich, the
+errors-in-variables bias of the x noise through the kernels and the two-bandwidth conditioning term), the
+shift of an omitted mass / direction-dependent force when significant, and - being a tracking estimator
+(lambda < 1) - how far its value moved within the adequacy window beyond 2 sigma.
 """
 from __future__ import annotations
 
