@@ -37,11 +37,12 @@ def test_stamp_gate_rejects_and_counts_by_reason():
 def test_stamp_gate_backward_jump_is_a_reset_not_a_loss():
     g = StampGate(jump_threshold_s=1.0)
     g.filter(np.array([10, 11], dtype=np.int64) * S)
-    segs = g.filter(np.array([12, 13, 1, 2, 3], dtype=np.int64) * S)
-    assert [(s.index.tolist(), s.reset_before) for s in segs] == [([0, 1], False), ([2, 3, 4], True)]
-    assert g.counts.time_jumps == 1 and g.counts.accepted == 7
+    segs = g.filter(np.array([12, 13, 1, 2, 3, 4], dtype=np.int64) * S)
+    # the jump back is confirmed by the third sample continuing from it (the first two are its evidence)
+    assert [(s.index.tolist(), s.reset_before) for s in segs] == [([0, 1], False), ([4, 5], True)]
+    assert (g.counts.time_jumps, g.counts.accepted, g.counts.jump_evidence) == (1, 6, 2)
     # a small step back is only an out-of-order sample
-    assert g.filter(np.array([int(2.5 * S)], dtype=np.int64)) == [] and g.counts.out_of_order == 1
+    assert g.filter(np.array([int(3.5 * S)], dtype=np.int64)) == [] and g.counts.out_of_order == 1
 
 
 def test_stamp_gate_decisions_do_not_depend_on_batching():

@@ -82,8 +82,10 @@ def test_bad_input_is_counted_never_nan(stream):
     pl.push_joint_columns(st[sl] - 900_000_000, NAMES, L[sl], rec.Ld[sl], F[sl])
     pl.step()
     assert pl.status()['resets_time_jump'] == 1
-    # restarted from the prior: only the new samples with full derivative and parallel-filter windows
-    assert pl.counts_used == 200 - 2 * pl.h - 2 * pl.pfilter.half
+    # restarted from the prior at the third sample continuing from the new time (the gate's evidence: the first
+    # two are dropped, jump_evidence): only the new samples with full derivative and parallel-filter windows
+    assert pl.status()['joint_states.jump_evidence'] == 2
+    assert pl.counts_used == 198 - 2 * pl.h - 2 * pl.pfilter.half
 
 
 def test_unknown_joint_and_malformed_messages(stream):

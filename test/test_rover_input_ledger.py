@@ -98,18 +98,20 @@ def test_an_old_sample_resent_late_is_dropped_not_made_current(rover):
 
 
 def test_time_jump_restarts_the_input(rover):
-    """A backward step larger than time_jump_s is the gate's time jump (a looped bag): accepted and counted."""
+    """A backward step larger than time_jump_s is the gate's time jump (a looped bag) once the stream continues
+    from the new time (the gate's confirm_samples, 3: the first two are dropped as its evidence): counted."""
     model, q, v = rover
     names, pos, vel = _state(model, q, v)
     inp = RoverInputs(model, 0.2, time_jump_s=1.0)
-    for t in (T0 + 5000 * MS, T0 + 5020 * MS, T0, T0 + 20 * MS):
-        assert inp.push_joint_state(t, names, pos, vel)
-        assert inp.push_odometry(t, q[0:3], q[3:7], v[0:3], v[3:6])
+    for t, kept in ((T0 + 5000 * MS, True), (T0 + 5020 * MS, True), (T0, False), (T0 + 20 * MS, False),
+                    (T0 + 40 * MS, True)):
+        assert inp.push_joint_state(t, names, pos, vel) == kept
+        assert inp.push_odometry(t, q[0:3], q[3:7], v[0:3], v[3:6]) == kept
     sv = inp.status_values()
-    assert sv['time_jumps'] == 2 and sv['rejected_total'] == 0
-    inp.state(T0 + 20 * MS)
+    assert sv['time_jumps'] == 2 and sv['rejected_total'] == 4
+    inp.state(T0 + 40 * MS)
     with pytest.raises(InputError, match='stale'):
-        inp.state(T0 + 5020 * MS)
+        inp.state(T0 + 5040 * MS)
 
 
 def test_error_texts_name_sizes_never_the_payload(rover):

@@ -676,7 +676,8 @@ class ContactPipeline:
         """Per stream: samples accepted by the stamp gate, pending in the ring buffer, and dropped by cause.
 
         Every sample pushed is in exactly one of them: pushed = accepted + pending + sum(dropped).
-        Causes: ``zero_stamp``, ``nonfinite``, ``out_of_order`` (stamp gate), ``overflow`` (ring buffer full:
+        Causes: the stamp gate's (``zero_stamp``, ``nonfinite``, ``out_of_order``, ``stamp_outlier``,
+        ``jump_evidence``: ``signal.stamps``), ``overflow`` (ring buffer full:
         the oldest unread samples overwritten), ``reset`` (buffered when the estimators were reset) and, for
         JointState, ``joint_missing``, ``joint_state_empty``, ``joint_state_malformed``.
         """
@@ -684,8 +685,7 @@ class ContactPipeline:
         for name, gate, buf in (('wrench', self.wrench_gate, self.wrench_buffer),
                                 ('displacement', self.disp_gate, self.disp_buffer)):
             c = gate.counts
-            dropped = {'zero_stamp': c.zero_stamp, 'nonfinite': c.nonfinite, 'out_of_order': c.out_of_order,
-                       'overflow': buf.overflowed, 'reset': buf.discarded}
+            dropped = {**c.dropped(), 'overflow': buf.overflowed, 'reset': buf.discarded}
             if name == 'displacement' and self.source == 'joint_state':
                 dropped.update({k: self.counts[k] for k in ('joint_missing', 'joint_state_empty',
                                                             'joint_state_malformed')})
