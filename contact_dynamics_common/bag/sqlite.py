@@ -10,9 +10,12 @@ interfaces (``messages.definitions``), else the ``rosbags`` type store of ROS 2 
 message (``compression_mode: message``, zstd) are decompressed; a whole-file compressed ``.db3.zstd`` is
 refused.
 
-A damaged file (cut by a power loss: sqlite reports it malformed) is read, with ``recover``, from a
-temporary copy zero-padded to the size its header gives: the rows are read in id order up to the first
-unreadable page, later reads stop there, and the place goes into ``damage`` like an MCAP file's.
+A damaged file (cut by a power loss, shorter than its header says, or one sqlite reports malformed) is read,
+with ``recover``: its tables other than ``messages`` through sqlite from a temporary copy zero-padded to the
+size its header gives, and its message rows page by page (``sqlite_pages.scan_message_pages``: every row on a
+leaf page still whole in the file, also those whose b-tree interior pages were lost); the rows that are
+missing (ids without a row, their pages lost) are counted and the place goes into ``damage`` like an MCAP
+file's. Without ``recover`` such a file raises BagError.
 """
 from __future__ import annotations
 
@@ -25,12 +28,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 import zstandard
 from mcap.records import Channel, ChunkIndex, Schema
 from mcap.summary import Summary
 
 from .records import BagError, Damage, Piece
+from .sqlite_pages import RowIndex, scan_message_pages
 from .storage import SummaryFile, definition, file_size, piece, statistics
 
 BATCH = 1 << 16            # rows per piece
@@ -40,7 +45,7 @@ _ZSTD_MAGIC = b'\x28\xb5\x2f\xfd'
 class Db3File(SummaryFile):
     """One sqlite3 file of a rosbag2 bag, read-only: owns the connection (opened again after pickling), the
     summary built from the ``topics`` / ``messages`` tables (row-id ranges stand in for MCAP chunks), the
-    reading of a damaged file from a zero-padded copy up to its first unreadable page (``damage``), and the
+    reading of a damaged file (its rows page by page, ``sqlite_pages``; what is lost in ``damage``), and the
     message rows read in batches of ``BATCH``."""
 
     storage = 'sqlite3'
@@ -55,10 +60,13 @@ class Db3File(SummaryFile):
         self.recover = recover
         self.damage: dict[int, Damage] = {}
         self._decompress = zstandard.ZstdDecompressor()
-        self._max_id: int | None = None              # damaged file: rows after this id are not read
+        self._index: RowIndex | None = None          # damaged file: the rows read page by page
         self._tmp: Path | None = None
         self._expected_size = self.size
         try:
+            if self._header_size() > self.size:
+                raise sqlite3.DatabaseError(f'the file is shorter than its header says '
+                                            f'({self.size} of {self._header_size()} bytes)')
             self._open(path)
         except sqlite3.DatabaseError as e:
             if not recover:
@@ -66,11 +74,21 @@ class Db3File(SummaryFile):
             try:
                 self._open(self._padded_copy(), damaged=e)
             except sqlite3.DatabaseError as e2:
-                raise BagError(f'{path}: unreadable rosbag2 sqlite3 file ({e2})') from e2
+                raise BagError(f'{path}: damaged rosbag2 sqlite3 file: its topics table is unreadable '
+                               f'({e2}; first: {e})') from e2
             finally:                          # sqlite keeps its descriptor: the name can go now
                 if self._tmp is not None:
                     self._tmp.unlink(missing_ok=True)
         self.topics = self.topic_types()
+
+    def _header_size(self) -> int:
+        """File size the sqlite header gives (page size x page count; 0 when the header is unreadable)."""
+        with open(self.path, 'rb') as f:
+            head = f.read(100)
+        if len(head) < 100 or not head.startswith(b'SQLite format 3\x00'):
+            return 0
+        page = struct.unpack('>H', head[16:18])[0]
+        return (65536 if page == 1 else page) * struct.unpack('>I', head[28:32])[0]
 
     def _open(self, path: Path, damaged: Exception | None = None) -> None:
         self._db = self._connect(path)
@@ -106,14 +124,8 @@ class Db3File(SummaryFile):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._decompress = zstandard.ZstdDecompressor()
-        if self._max_id is None:
-            self._db = self._connect(self.path)
-        else:                                 # a damaged file: read from a padded copy again
-            try:
-                self._db = self._connect(self._padded_copy())
-            finally:
-                if self._tmp is not None:
-                    self._tmp.unlink(missing_ok=True)
+        # a damaged file is read from its row index (the file itself, page by page): no connection
+        self._db = self._connect(self.path) if self._index is None else None
 
     @staticmethod
     def _connect(path: Path) -> sqlite3.Connection:
@@ -154,7 +166,7 @@ class Db3File(SummaryFile):
                                                       'topic_type_hash': type_hash or ''})
         counts, start, end = {}, None, None
         groups: dict[int, list[int]] = {}              # row-id group -> [first id, last id, first t, last t]
-        rows = self._scan_rows(damaged) if damaged is not None else self._db.execute(
+        rows = self._page_rows(set(summary.channels), damaged) if damaged is not None else self._db.execute(
             f'SELECT id / {BATCH} AS g, topic_id, count(*), min(id), max(id), min(timestamp), '
             f'max(timestamp) FROM messages GROUP BY g, topic_id')
         for g, tid, n, id_lo, id_hi, lo, hi in rows:
@@ -176,30 +188,43 @@ class Db3File(SummaryFile):
         summary.statistics = statistics(summary, counts, start or 0, end or 0)
         return summary
 
-    def _scan_rows(self, damaged: Exception) -> Iterator[tuple[int, int, int, int, int, int, int]]:
-        """Rows of a damaged file in id order up to the first unreadable page, as the GROUP BY rows of
-        ``_summary``; the place is noted in ``damage`` and later reads stop at the last good id."""
-        last_id, last_ns = 0, None
-        try:
-            rows = self._db.execute('SELECT id, topic_id, timestamp FROM messages ORDER BY id')
-            for row_id, tid, ts in rows:
-                yield row_id // BATCH, tid, 1, row_id, row_id, ts, ts
-                last_id, last_ns = row_id, ts
-        except sqlite3.DatabaseError as e:
-            cut = self._expected_size > self.size
-            self._max_id = last_id
-            self.damage[self.size if cut else 0] = Damage(
-                self.path.name, self.size if cut else 0, 'truncated' if cut else 'corrupt',
-                (f'the sqlite3 file ends at byte {self.size} of {self._expected_size}' if cut else
-                 f'sqlite3 file damaged ({damaged})') + f'; rows after id {last_id} unreadable ({e})',
-                last_good_ns=last_ns)
-            return
-        self._max_id = last_id
-        self.damage[0] = Damage(self.path.name, 0, 'corrupt', f'sqlite3 file damaged ({damaged}); every row '
-                                f'read', lost_messages=0, last_good_ns=last_ns)
+    def _page_rows(self, topic_ids: set[int], damaged: Exception
+                   ) -> list[tuple[int, int, int, int, int, int, int]]:
+        """The rows of a damaged file read page by page (``_index``), as the GROUP BY rows of ``_summary``;
+        what is lost is noted in ``damage``."""
+        idx = self._index = scan_message_pages(self.path, topic_ids)
+        n = len(idx.rowid)
+        cut = self._expected_size > self.size
+        top = int(idx.rowid[-1]) if n else 0
+        missing = top - n                             # ids below the last one found that have no row
+        first_gap = int(np.argmax(idx.rowid != np.arange(1, n + 1))) if missing else n
+        last_ns = int(idx.timestamp[first_gap - 1]) if first_gap else None
+        where = (f'the sqlite3 file ends at byte {self.size} of {self._expected_size}' if cut else
+                 f'sqlite3 file damaged ({damaged})')
+        detail = (f'{where}; {n} rows read page by page from {idx.leaf_pages} intact pages of '
+                  f'{idx.pages}; {missing} of ids 1..{top} missing (on lost pages)')
+        if idx.rejected:
+            detail += f'; {idx.rejected} damaged rows left out'
+        if cut:
+            detail += f'; rows after id {top} unknown'
+        offset = self.size if cut else 0
+        self.damage[offset] = Damage(self.path.name, offset, 'truncated' if cut else 'corrupt', detail,
+                                     lost_messages=missing + idx.rejected, last_good_ns=last_ns)
+        out = []
+        if n:
+            group = idx.rowid // BATCH
+            for g, tid in sorted(set(zip(group.tolist(), idx.topic_id.tolist()))):
+                sel = (group == g) & (idx.topic_id == tid)
+                ids, ts = idx.rowid[sel], idx.timestamp[sel]
+                out.append((g, tid, int(sel.sum()), int(ids.min()), int(ids.max()), int(ts.min()),
+                            int(ts.max())))
+        return out
 
     def close(self) -> None:
-        self._db.close()
+        if self._db is not None:
+            self._db.close()
+        if self._index is not None:
+            self._index.close()
 
     def _metadata(self, tables: set[str]) -> dict[str, Any] | None:
         if 'metadata' not in tables:
@@ -238,15 +263,15 @@ class Db3File(SummaryFile):
         ids = sorted(channel_ids)
         if not ids:
             return
+        if self._index is not None:
+            yield from self._index_rows(ids, order, id_range)
+            return
         where = f"topic_id IN ({','.join('?' * len(ids))})"
-        if self._max_id is not None:
-            where += f' AND id <= {int(self._max_id)}'
         if id_range is not None:
             where += ' AND id BETWEEN ? AND ?'
             ids += list(id_range)
-        table = 'messages' if self._max_id is None else 'messages NOT INDEXED'   # damaged: no index
         try:
-            cur = self._db.execute(f'SELECT topic_id, timestamp, data FROM {table} WHERE {where} '
+            cur = self._db.execute(f'SELECT topic_id, timestamp, data FROM messages WHERE {where} '
                                    f'ORDER BY {order}', ids)
             while rows := cur.fetchmany(BATCH):
                 yield rows
@@ -255,6 +280,20 @@ class Db3File(SummaryFile):
                 raise BagError(f'{self.path}: unreadable rosbag2 sqlite3 file ({e})') from e
             self.damage.setdefault(-1, Damage(self.path.name, 0, 'corrupt', f'message data unreadable ({e}); '
                                               f'the messages after it in this read are left out'))
+
+    def _index_rows(self, ids: list[int], order: str, id_range: tuple[int, int] | None
+                    ) -> Iterator[list[tuple[int, int, bytes]]]:
+        """``_rows`` of a damaged file, from the rows read page by page."""
+        idx = self._index
+        keep = np.isin(idx.topic_id, ids)
+        if id_range is not None:
+            keep &= (idx.rowid >= id_range[0]) & (idx.rowid <= id_range[1])
+        sel = np.flatnonzero(keep)
+        if order != 'id':                                   # 'timestamp, id'
+            sel = sel[np.lexsort((idx.rowid[sel], idx.timestamp[sel]))]
+        for k in range(0, len(sel), BATCH):
+            part = sel[k:k + BATCH].tolist()
+            yield [(int(idx.topic_id[i]), int(idx.timestamp[i]), idx.payload(i)) for i in part]
 
     def iter_pieces(self, channel_ids: set[int], chunks: list[Any] | None = None) -> Iterator[Piece]:
         """Messages of the wanted channels in file (row id) order, at most ``BATCH`` rows per piece; only
