@@ -171,7 +171,7 @@ def test_half_rate_poses_through_a_bag_and_run_bag(drop, tmp_path):
     assert {'sigma_hac_b', 'sigma_bandwidth_b', 'sigma_interpolation_b'} <= set(extras)
 
 
-@pytest.mark.parametrize('family', ['drop_kv', 'drop_pose', 'push_kv', 'drop_mismatch', 'push_mismatch'])
+@pytest.mark.parametrize('family', ['drop_kv', 'drop_pose', 'push_kv', 'push_clean', 'drop_mismatch', 'push_mismatch'])
 def test_seeded_calibration_has_no_confident_wrong_estimate(family):
     """contact-dynamics calibrate --check semantics on a short seeded run: the confident-wrong rate of every
     (estimator, parameter) cell must not exceed 1 % (with 4 draws: none)."""

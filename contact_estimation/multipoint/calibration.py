@@ -85,8 +85,8 @@ def _lowest(q) -> float:
     return float((V @ R.T)[:, 2].min())
 
 
-def _law(rng, mismatch: bool):
-    k = float(10 ** rng.uniform(np.log10(3e3), np.log10(3e5)))
+def _law(rng, mismatch: bool, k_max: float = 3e5):
+    k = float(10 ** rng.uniform(np.log10(3e3), np.log10(k_max)))
     zeta = float(rng.uniform(0.05, 0.5))
     b = 2 * zeta * np.sqrt(k * MASS / 3)
     mu = float(rng.uniform(0.05, 0.6))
@@ -154,17 +154,19 @@ def _hole(rng, idx: np.ndarray, t: np.ndarray) -> np.ndarray:
 
 
 def draw(rng: np.random.Generator, *, motion: str, mismatch: bool = False, pose_source: str | None = None,
-         family: str = '') -> list[Outcome]:
-    """One random experiment (module docstring) -> three Outcomes (k, b, μ) of the global LS."""
-    law, law_name = _law(rng, mismatch)
+         clean: bool = False) -> list[Outcome]:
+    """One random experiment (module docstring) -> three Outcomes (k, b, μ) of the global LS. ``clean``:
+    k <= 1e5 N/m, noise 0.1-1 %, no hole (the well-excited, model-consistent draws of the false-refusal rate)."""
+    law, law_name = _law(rng, mismatch, 1e5 if clean else 3e5)
     tr = _simulate(rng, law, motion)
     n = len(tr.t)
     source = pose_source or str(rng.choice(['odometry', 'pose']))
     pose_div = int(rng.choice([1, 1, 2, 3]))
     jitter = bool(rng.random() < 0.3)
-    hole = rng.random() < 0.3
-    noise_w = float(10 ** rng.uniform(-3, np.log10(0.05)))
-    noise_p = float(10 ** rng.uniform(-3, np.log10(0.05)))
+    hole = rng.random() < 0.3 and not clean
+    top = -2.0 if clean else np.log10(0.05)
+    noise_w = float(10 ** rng.uniform(-3, top))
+    noise_p = float(10 ** rng.uniform(-3, top))
     iw = _sample_times(rng, n, WRENCH_RATE, jitter)
     ip = _sample_times(rng, n, WRENCH_RATE / pose_div, jitter)
     if hole:
@@ -232,6 +234,11 @@ def drop_pose(rng):
 def push_kv(rng):
     """tripod pressed and dragged by a compliant fixture (quasi-static sliding + ripple), model fits"""
     return draw(rng, motion='push')
+
+
+def push_clean(rng):
+    """tripod push, KV + sliding, k <= 1e5 N/m, noise 0.1-1 %, no hole: the false-refusal family"""
+    return draw(rng, motion='push', clean=True)
 
 
 def drop_mismatch(rng):

@@ -49,6 +49,7 @@ PLUGIN = Plugin(
             ('drop_kv', 'tripod drop, KV + sliding (fits); odometry or differentiated poses, pose rate 1-1/3'),
             ('drop_pose', 'tripod drop, twist differentiated from poses at the wrench rate or slower (class 4)'),
             ('push_kv', 'tripod pressed and dragged by a compliant fixture, KV + sliding (fits)'),
+            ('push_clean', 'tripod push, KV + sliding, k <= 1e5, noise 0.1-1 %, no hole (false refusals)'),
             ('drop_mismatch', 'tripod drop, Hunt-Crossley / Coulomb / clipped KV contact (model mismatch)'),
             ('push_mismatch', 'tripod push, Hunt-Crossley / Coulomb / clipped KV contact (model mismatch)'))),
     demos=(
