@@ -28,6 +28,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.stats import t as student_t
 
 from contact_dynamics_common import trust
 from contact_dynamics_common.params import ConfigError
@@ -191,7 +192,7 @@ class PkmPipeline:
         self.pfilter = StreamingParallelFilter(fc) if fc > 0 else None
         self.pfilter_alt = StreamingParallelFilter(ALTERNATIVE_RATIO * fc) if fc > 0 else None
         self.moments_alt = BlockMoments(20, self.p['trust_block'])
-        self.noise_removed = np.zeros(20)   # sum of the weighted power the kernel removed, per column
+        self.noise_removed = np.zeros((20, 20))   # weighted cross-moments of what the kernel removed
         self.stamp_ns = 0
         self.pred = None
         self.counts_used = 0
@@ -398,7 +399,7 @@ class PkmPipeline:
             W = np.linalg.inv(Rk[use]) if Rk is not None else np.linalg.inv(self.ukf.R)
             self.moments.add(Y20[use], F[use], W)
             if self.pfilter is not None:
-                self.noise_removed += np.einsum('nki,kl,nli->i', hp[use], W, hp[use])
+                self.noise_removed += np.einsum('nki,kl,nlj->ij', hp[use], W, hp[use])
         n_used = int(use.sum())
         self.counts['samples_used'] += n_used
         self.counts_used += n_used
@@ -411,13 +412,16 @@ class PkmPipeline:
         the estimate the UKF gives when those parameters never moved). Covariance (trust.covariance.combine):
         own = the conditioned filter covariance; sandwich = Lam^-1 (k M + P0^-1) Lam^-1 with Lam = P0^-1 + H
         (H = sum Y^T R^-1 Y, what the filter counts), M the batch-means HAC covariance of the scores at the
-        estimate (BlockMoments.score_covariance) and k = B / (B - 1) for the estimated mean score of B blocks;
+        estimate (BlockMoments.score_covariance) and k = B / (B - 1) (t_{B-3}(0.99865) / 3)^2: the mean score
+        is estimated, and a sigma estimated from B blocks needs Student's t quantile for its 3-sigma claim;
         bias = S P0_u S^T, S = Lam^-1 H_eu: what holding the other parameters at an uncertain prior does;
         conditioning = d d^T, d the move of the information-form estimate between the two parallel-filter
         bandwidths (and, with a measured velocity, to L_dot from the positions): derivative and
         errors-in-variables bias that no residual shows; eiv = the first-order attenuation bias
-        -Lam^-1 diag(N) theta of the noise N the parallel filter leaves in each column, from the power it
-        removed above the cut-off with an f^2 noise spectrum (N = removed x r / (1 - r), r = (f_c / f_Nyq)^3):
+        -Lam^-1 N theta of the noise N the parallel filter leaves in the columns (the columns' noise is one
+        strut-acceleration noise seen through the kinematics: strongly correlated, so N is the full
+        cross-moment), from what it removed above the cut-off with an f^2 noise spectrum
+        (N = removed x r / (1 - r), r = (f_c / f_Nyq)^3):
         a column that is mostly noise (the fake rotation of a pure translation) gets sigma ~ |theta| and falls
         out as not_excited."""
         n = len(self.names)
@@ -437,7 +441,11 @@ class PkmPipeline:
         A, _, _, _ = self.moments.totals()
         p0i = np.diag(1.0 / self.P0[e])
         lam_inv = np.linalg.inv(p0i + A[np.ix_(e, e)])
-        k = B / (B - 1.0) if B > len(e) + 2 else np.inf        # M needs more blocks than parameters
+        k = np.inf                               # M needs more blocks than parameters
+        if B > len(e) + 2:
+            # B / (B - 1): the mean score is estimated; (t_nu / z)^2: a sigma estimated from B blocks (nu dof
+            # after the HAC lags) must still hold the z = 3 (and 2) sigma claims: Student's t quantile
+            k = B / (B - 1.0) * (student_t.ppf(0.99865, max(B - 3, 1)) / 3.0) ** 2
         if np.isfinite(k):
             sand = lam_inv @ (k * M[np.ix_(e, e)] + p0i) @ lam_inv
             clamp = None
@@ -451,9 +459,9 @@ class PkmPipeline:
             eiv_b = None
             if self.pfilter is not None:         # in-band noise left in each column, white-equivalent (a bound)
                 r = self.pfilter.inband_share
-                N = self.noise_removed[e] * r / (1.0 - r)
+                N = self.noise_removed[np.ix_(e, e)] * r / (1.0 - r)
                 # attenuation pulls the estimate towards 0: scale the bias with the larger of estimate and prior
-                eiv_b = -lam_inv @ (N * np.maximum(np.abs(theta[e]), np.abs(self.theta0[e])))
+                eiv_b = -lam_inv @ (N @ np.maximum(np.abs(theta[e]), np.abs(self.theta0[e])))
             cov = combine(own, sandwich=sand, bias=clamp, conditioning=cond, eiv=eiv_b).covariance
         else:
             cov = own                            # too few blocks to know the model-error scale yet (not valid)
