@@ -69,8 +69,15 @@ def load_machine(name_or_path: str, check: bool = True) -> Machine:
     if not p.is_file():
         known = sorted(f.stem for f in machines_dir().glob('*.yaml'))
         raise GeometryError(f"machine '{name_or_path}' not found (known: {', '.join(known)})")
-    with open(p, encoding='utf-8') as f:
-        return machine_from_dict(yaml.safe_load(f) or {}, check=check)
+    try:
+        with open(p, encoding='utf-8') as f:
+            doc = yaml.safe_load(f) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        problem = getattr(exc, 'problem', None) or str(exc).splitlines()[0]
+        raise GeometryError(f"machine file '{p}' cannot be read: {problem}") from None
+    if not isinstance(doc, dict):
+        raise GeometryError(f"machine file '{p}' must be a mapping (joints, inertia, ...), got {type(doc).__name__}")
+    return machine_from_dict(doc, check=check)
 
 
 def check_architecture(m: Machine, n_poses: int = 24, seed: int = 0, tol: float = 1e-4,

@@ -46,7 +46,9 @@ def load_model(params: dict) -> RoverModel:
             urdf = resolve_config_path(params['urdf_path']).read_text(encoding='utf-8')
         return RoverModel(urdf, roles, params.get('wheel_contact', 'domed'))
     except (ModelError, OSError) as exc:
-        raise ConfigError(f'rover model: {exc}') from None
+        files = f"model_yaml '{params['model_yaml']}'" + (f", urdf_path '{params['urdf_path']}'"
+                                                          if params.get('urdf_path') else '')
+        raise ConfigError(f'rover model ({files}): {exc}') from None
 
 
 def model_from_urdf(params: dict, urdf_xml: str) -> RoverModel:

@@ -14,20 +14,25 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 import rclpy
+import yaml
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
 from std_srvs.srv import Trigger
 
-from .params import ConfigError, ParamSpec
+from .params import (FRAMEWORK_PARAMETERS, ConfigError, ParamSpec, bare_sections, flatten,
+                     params_files_in_args, read_params_file, resolve_relative_file)
 # re-exported: the nodes of the packages take them from here
 from .meters import (ERROR, OK, OVERLOAD_CAUSES, STALE, WARN, CostMeter, InputStats, RateMeter,  # noqa: F401
                      message_info_callbacks, status, status_fields)
@@ -45,6 +50,13 @@ def _descriptor(spec: ParamSpec) -> ParameterDescriptor:
         elif isinstance(scalar, int):
             desc.integer_range = [IntegerRange(from_value=int(spec.low), to_value=int(spec.high), step=1)]
     return desc
+
+
+#: the ``--params-file`` arguments of the command line ``run`` started with (None: read sys.argv)
+_PARAMS_FILES: list[str] | None = None
+
+#: wall seconds a stopped /clock must stay stopped (under use_sim_time) before the buffered input is drained
+SIM_TIME_DRAIN_S = 0.5
 
 
 class EstimatorNode(NodeInputs, LifecycleNode):
@@ -67,6 +79,7 @@ class EstimatorNode(NodeInputs, LifecycleNode):
     def __init__(self, name: str, specs: Sequence[ParamSpec], **kwargs):
         super().__init__(name, **kwargs)
         self.specs = {s.name: s for s in specs}
+        self._apply_params_files()
         self.params = self._declare(specs)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.cost = CostMeter()
@@ -91,6 +104,64 @@ class EstimatorNode(NodeInputs, LifecycleNode):
                 raise ConfigError(f"parameter '{spec.name}': {exc}") from None
             values[spec.name] = spec.validate(param.value)
         return values
+
+    def _apply_params_files(self) -> None:
+        """What rcl does not do with the ``--params-file`` files, before the parameters are declared.
+
+        * A section keyed by the bare node name (the shipped files' form) applies under any namespace:
+          rcl applies it only in the root namespace, so under ``namespace:=`` / ``-r __ns:=`` its
+          values are added here (values rcl applied from ``/**`` or ``/ns/name`` sections keep priority).
+        * A relative file path (``geometry_file``, ``machine``, ``model_yaml``, ``urdf_path``) that names a
+          file beside the params file that set it is made absolute (the working directory is irrelevant).
+        * A parameter name the node does not have (a typo) is warned about by name.
+        """
+        files = _PARAMS_FILES if _PARAMS_FILES is not None else params_files_in_args(sys.argv)
+        overrides = getattr(self, '_parameter_overrides', None)
+        if overrides is None:
+            return
+        name, in_root = self.get_name(), self.get_namespace() == '/'
+        source: dict[str, str] = {}          # parameter -> the (last) params file that set it for this node
+        for path in files:
+            try:
+                doc = read_params_file(path)
+            except ConfigError:
+                continue                        # run() refused it already; a node built in a test ignores it
+            for key, section in doc.items():
+                if str(key) in ('/**', '**') or str(key).rstrip('/').split('/')[-1] == name:
+                    for param in flatten(section.get('ros__parameters') or {}):
+                        source[param] = path
+            if not in_root:
+                applied = []
+                for param, value in bare_sections(doc, name).items():
+                    if param in overrides and overrides[param].value is not None:
+                        continue
+                    spec = self.specs.get(param)
+                    if spec is not None:
+                        try:
+                            value = spec.validate(value)
+                        except ConfigError as exc:
+                            raise ConfigError(f"params file '{path}': {exc}") from None
+                    try:
+                        overrides[param] = Parameter(param, value=value)
+                    except (TypeError, ValueError) as exc:
+                        raise ConfigError(f"params file '{path}': parameter '{param}': {exc}") from None
+                    applied.append(param)
+                if applied:
+                    self.get_logger().info(f"params file '{path}': section '{name}' applied under namespace "
+                                           f"{self.get_namespace()} ({len(applied)} parameters)")
+        for param, path in source.items():
+            spec = self.specs.get(param)
+            if spec is not None and isinstance(spec.default, str) and param in overrides:
+                value = overrides[param].value
+                resolved = resolve_relative_file(value, path)
+                if resolved != value:
+                    overrides[param] = Parameter(param, value=resolved)
+        unknown = sorted(p for p in overrides if p not in self.specs and p not in FRAMEWORK_PARAMETERS
+                         and not p.startswith('qos_overrides.'))
+        for param in unknown:
+            where = f"params file '{source[param]}'" if param in source else 'the command line'
+            self.get_logger().warning(f"unknown parameter '{param}' in {where}: {name} has no such "
+                                      f"parameter (ignored)")
 
     def _on_set_parameters(self, params) -> SetParametersResult:
         updates = {}
@@ -123,13 +194,37 @@ class EstimatorNode(NodeInputs, LifecycleNode):
             self.configure()
         except ConfigError as exc:
             self._configure_error = str(exc)
-            self.get_logger().error(f'configure failed: {exc}')
+        except (yaml.YAMLError, OSError, ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+            # a file a parameter names that does not parse into what the pipeline needs: one line, no traceback
+            self._configure_error = self._file_error_text(exc)
+        if self._configure_error:
+            self.get_logger().error(f'configure failed: {self._configure_error}')
             return TransitionCallbackReturn.FAILURE
         if not self._timers_started:
             self.create_timer(1.0 / self.params['publish_rate'], self._on_timer)
             self.create_timer(1.0, self._publish_diagnostics)
+            if self.get_parameter('use_sim_time').value:
+                self._drain = {'sim_ns': -1, 'since': 0.0, 'drained_ns': -1, 'count': 0}
+                self.create_timer(0.1, self._drain_if_clock_stopped, clock=Clock(clock_type=ClockType.STEADY_TIME))
             self._timers_started = True
         return TransitionCallbackReturn.SUCCESS
+
+    def _file_error_text(self, exc: Exception) -> str:
+        """One line for an error raised while a file a parameter names was read: the parameter, its value and
+        what is wrong (a YAML error's line and problem)."""
+        mark = getattr(exc, 'problem_mark', None)
+        if isinstance(exc, yaml.YAMLError):
+            where = f' at line {mark.line + 1}, column {mark.column + 1}' if mark is not None else ''
+            what = f"not valid YAML{where}: {getattr(exc, 'problem', None) or str(exc).splitlines()[0]}"
+        else:
+            what = f'{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ""}'.rstrip(': ')
+        name = Path(getattr(mark, 'name', '') or getattr(exc, 'filename', '') or '').name
+        for param, value in self.params.items():
+            if isinstance(value, str) and value and name and Path(value).name == name:
+                return f"parameter '{param}' = '{value}': {what}"
+        files = [f"{p} = '{v}'" for p, v in self.params.items()
+                 if isinstance(v, str) and Path(v).suffix in ('.yaml', '.yml', '.urdf', '.xml')]
+        return what + (f" (files: {', '.join(files)})" if files else '')
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         self.active = True
@@ -155,6 +250,26 @@ class EstimatorNode(NodeInputs, LifecycleNode):
         self.update()
         self.cost.add(time.perf_counter() - t0, time.thread_time() - c0)
         self.updates += 1
+
+    def _drain_if_clock_stopped(self) -> None:
+        """Under use_sim_time: one update when /clock has stood still for SIM_TIME_DRAIN_S wall seconds.
+
+        A played bag ends with its /clock: the sim-time timer never fires again, so the samples that arrived
+        after its last tick would stay in the buffers. run-bag ticks once past the bag's end and processes
+        them; this wall-clock (steady) check gives the live node the same last update. It runs once per
+        stop (not again until /clock moves), so a paused player costs one update on what has arrived.
+        """
+        d = self._drain
+        now_ns = self.get_clock().now().nanoseconds
+        wall = time.monotonic()
+        if now_ns != d['sim_ns']:
+            d['sim_ns'], d['since'] = now_ns, wall
+            return
+        if now_ns <= 0 or d['drained_ns'] == now_ns or wall - d['since'] < SIM_TIME_DRAIN_S:
+            return
+        d['drained_ns'] = now_ns
+        d['count'] += 1
+        self._on_timer()
 
     def _on_reset(self, request, response):
         self.reset_estimation()
@@ -202,6 +317,8 @@ class EstimatorNode(NodeInputs, LifecycleNode):
         values = {k: v for k, v in counts.items() if '.' not in k}
         values.update(self.cost.figures())
         values['updates'] = self.updates
+        if getattr(self, '_drain', None):
+            values['sim_time_drains'] = self._drain['count']
         return values
 
     # ------------------------------------------------------------------ subclass interface
@@ -246,8 +363,21 @@ def run(factory: Callable[[], Node], args: list[str] | None = None) -> int:
 
     SIGINT and SIGTERM (what launch sends) both end the spin loop; callbacks stop before the node goes.
     """
+    global _PARAMS_FILES
     stop = []
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    _PARAMS_FILES = params_files_in_args(sys.argv if args is None else args)
+    try:
+        for path in _PARAMS_FILES:
+            read_params_file(path)
+    except ConfigError as exc:
+        print(f'[ERROR] invalid configuration: {exc}', file=sys.stderr, flush=True)
+        return 2
+    try:
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    except Exception as exc:          # rcl's own argument / params-file parser: its first line, no traceback
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f'[ERROR] invalid arguments: {text}', file=sys.stderr, flush=True)
+        return 2
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.append(True))
     node = executor = None

@@ -179,3 +179,73 @@ def describe(specs: Iterable[ParamSpec]) -> str:
         extra = s.constraint_text()
         lines.append(f'{s.name} = {s.default!r}' + (f'  [{extra}]' if extra else '') + f'\n    {s.description}')
     return '\n'.join(lines)
+
+
+#: parameters every rclpy node has (never warned about as unknown)
+FRAMEWORK_PARAMETERS = ('use_sim_time', 'start_type_description_service')
+
+
+def params_files_in_args(argv: Sequence[str]) -> list[str]:
+    """The ``--params-file FILE`` arguments inside the ``--ros-args`` sections of a command line, in order."""
+    files, in_ros, i = [], False, 0
+    while i < len(argv):
+        a = argv[i]
+        if a == '--ros-args':
+            in_ros = True
+        elif a == '--':
+            in_ros = False
+        elif in_ros and a == '--params-file' and i + 1 < len(argv):
+            files.append(argv[i + 1])
+            i += 1
+        i += 1
+    return files
+
+
+def read_params_file(path: str) -> dict:
+    """The parsed params file; ConfigError naming the file and what is wrong (missing, not YAML, not a
+    mapping of node names to ``ros__parameters``)."""
+    try:
+        with open(path, encoding='utf-8') as f:
+            doc = yaml.safe_load(f)
+    except FileNotFoundError:
+        raise ConfigError(f"params file '{path}' does not exist") from None
+    except IsADirectoryError:
+        raise ConfigError(f"params file '{path}' is a directory") from None
+    except OSError as exc:
+        raise ConfigError(f"params file '{path}' cannot be read: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, 'problem_mark', None)
+        where = f' at line {mark.line + 1}, column {mark.column + 1}' if mark is not None else ''
+        problem = getattr(exc, 'problem', None) or str(exc).splitlines()[0]
+        raise ConfigError(f"params file '{path}' is not valid YAML{where}: {problem}") from None
+    if doc is None:
+        return {}
+    if not isinstance(doc, Mapping):
+        raise ConfigError(f"params file '{path}' must be a mapping of node names to ros__parameters, "
+                          f"got {type(doc).__name__}")
+    for key, section in doc.items():
+        if not isinstance(section, Mapping) or 'ros__parameters' not in section:
+            raise ConfigError(f"params file '{path}': section '{key}' has no 'ros__parameters'")
+        if not isinstance(section['ros__parameters'] or {}, Mapping):
+            raise ConfigError(f"params file '{path}': '{key}.ros__parameters' must be a mapping")
+    return dict(doc)
+
+
+def bare_sections(doc: Mapping, node_name: str) -> dict[str, Any]:
+    """Parameters of the sections keyed by the bare node name (``name`` or ``/name``): the shipped files'
+    form, which rcl applies only to a node in the root namespace."""
+    merged: dict[str, Any] = {}
+    for key, section in doc.items():
+        if str(key).strip('/') == node_name:
+            merged.update(flatten(section.get('ros__parameters') or {}))
+    return merged
+
+
+def resolve_relative_file(value: Any, params_file: str) -> Any:
+    """A relative path string that names an existing file beside ``params_file`` as an absolute path;
+    anything else (a name such as ``uf_like``, a file found elsewhere) unchanged."""
+    from pathlib import Path
+    if not isinstance(value, str) or not value or Path(value).is_absolute():
+        return value
+    candidate = Path(params_file).resolve().parent / value
+    return str(candidate) if candidate.is_file() else value
