@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from contact_dynamics_common.signal.conditioning import (CausalKernel, choose_bandwidth, cutoff_for_width,
+from contact_dynamics_common.signal.conditioning import (FastCausalKernel, choose_bandwidth, cutoff_for_width,
                                                          derivative_noise_gain, hole_segments, noise_std,
                                                          noise_std_band,
                                                          stamp_jitter, uniform_kernel_apply,
@@ -101,7 +101,7 @@ def sample_rate(t: np.ndarray) -> float:
     return 1.0 / float(np.median(dt))
 
 
-def _run_kernel(kernel: CausalKernel, t, x, y):
+def _run_kernel(kernel: FastCausalKernel, t, x, y):
     parts = [kernel(t[i:i + _BLOCK], x[i:i + _BLOCK], y[i:i + _BLOCK]) for i in range(0, len(t), _BLOCK)]
     return tuple(np.concatenate([p[k] for p in parts]) for k in range(5))
 
@@ -109,8 +109,8 @@ def _run_kernel(kernel: CausalKernel, t, x, y):
 def kernel_columns(t, x, F, a, width_s: float, period_s: float):
     """Offline parallel filtering of one record: (t, x_f, v_f, a_f, F_f, r) at the kernel centres whose window
     (two windows for r) is complete and hole-free. Uniform stamps (jitter < 1e-3 of the period): the kernel
-    as a convolution per hole-free piece; otherwise the kernel on the real stamps (CausalKernel in blocks:
-    the same numbers as the streaming pipeline)."""
+    as a convolution per hole-free piece; otherwise the kernel on the real stamps (FastCausalKernel in
+    blocks: the same numbers as the streaming pipeline)."""
     if stamp_jitter(t) < 1e-3:
         W = uniform_kernel_weights(width_s, period_s, (0, 1, 2))
         m = (len(W[0]) - 1) // 2
@@ -132,16 +132,16 @@ def kernel_columns(t, x, F, a, width_s: float, period_s: float):
         if not parts:
             return tuple(np.zeros(0) for _ in range(6))
         return tuple(np.concatenate([p[i] for p in parts]) for i in range(6))
-    k1 = CausalKernel(width_s, period_s, gap_periods=GAP_PERIODS)
+    k1 = FastCausalKernel(width_s, period_s, gap_periods=GAP_PERIODS)
     tt, Ff, xf, vf, af = _run_kernel(k1, t, x, F)
     if a is not None:
-        ka = CausalKernel(width_s, period_s, gap_periods=GAP_PERIODS)
+        ka = FastCausalKernel(width_s, period_s, gap_periods=GAP_PERIODS, orders=())
         ta, am, *_ = _run_kernel(ka, t, a, a)
         if not np.array_equal(ta, tt):
             raise RuntimeError('measured-acceleration kernel lost alignment')
         af = am
     s = sign_held(vf)
-    ks = CausalKernel(width_s, period_s, gap_periods=GAP_PERIODS)
+    ks = FastCausalKernel(width_s, period_s, gap_periods=GAP_PERIODS, orders=())
     ts, hs, *_ = _run_kernel(ks, tt, s, s)
     keep = np.isin(tt, ts, assume_unique=True)
     return tt[keep], xf[keep], vf[keep], af[keep], Ff[keep], hs - s[keep]

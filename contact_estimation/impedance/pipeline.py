@@ -18,7 +18,9 @@ depends only on the samples and their stamps, not on how they were batched betwe
    friction transient column r = h * sgn(v) - sgn(v) (Coulomb friction through the filter, exact); the
    output is delayed by two kernel half-lengths; a hole (> 4 periods) restarts the kernels (no filter or
    derivative state across it);
-5. the white noise of x (4th differences) and the kernels' gains give the errors-in-variables term;
+5. the white noise of x (4th differences) and the kernels' gains give the errors-in-variables term; a
+   second conditioner at 0.6 x cutoff_frequency feeds a second recursive fit whose move is the
+   conditioning term of the covariance;
 6. every sample with |v| > v_min inside the edges updates the RLS of its (segment, direction) bin.
 """
 from __future__ import annotations
@@ -29,7 +31,7 @@ import numpy as np
 
 from contact_dynamics_common.params import ConfigError
 from contact_dynamics_common.ringbuffer import RingBuffer
-from contact_dynamics_common.signal.conditioning import CausalKernel, cutoff_for_width, width_for_cutoff
+from contact_dynamics_common.signal.conditioning import FastCausalKernel, cutoff_for_width, width_for_cutoff
 from contact_dynamics_common.stamps import StampGate
 
 from .conditioning import GAP_PERIODS, column_noise_variance, residual_correlation, sign_held
@@ -37,6 +39,8 @@ from .recursive import RecursiveSegmentedLS
 from .segmented import ImpedanceProfile, uniform_edges
 
 _PERIOD_SAMPLES = 21
+#: the second defensible cut-off (conditioning term) as a share of cutoff_frequency
+ALTERNATIVE_RATIO = 0.6
 
 
 def edges_from_params(p: dict) -> np.ndarray:
@@ -54,7 +58,8 @@ def edges_from_params(p: dict) -> np.ndarray:
 
 
 class StreamConditioner:
-    """Streaming parallel filter (:mod:`.conditioning`): the shared Gaussian kernel on (x, F[, a]) gives
+    """Streaming parallel filter (:mod:`.conditioning`): the shared Gaussian kernel (FastCausalKernel: uniform
+    windows as a convolution, others on their real stamps) on (x, F[, a]) gives
     (t, x_f, v_f, a_f, F_f) ``half`` samples late; a second kernel on s = sgn(v_f) gives the friction
     transient column r = h * s - s another ``half`` samples later. Holes (> GAP_PERIODS periods) restart both
     kernels; the samples whose windows span a hole are dropped. Also tracks the white noise of x (4th
@@ -121,7 +126,8 @@ class StreamConditioner:
                                   f'the kernel needs at least 2 samples of width (cut-off <= '
                                   f'{cutoff_for_width(2.0 / rate):.4g} Hz)')
             self.measured_rate, self.width_s = rate, width
-            self.kernels = [CausalKernel(width, 1.0 / rate, gap_periods=GAP_PERIODS) for _ in range(3)]
+            self.kernels = [FastCausalKernel(width, 1.0 / rate, gap_periods=GAP_PERIODS, orders=o)
+                            for o in ((0, 1, 2), (), ())]
             self.half = self.kernels[0].half
             self.correlation = residual_correlation(width, rate)
             rows, self._hold = self._hold, np.zeros((0, self.width))
@@ -209,6 +215,12 @@ class ImpedancePipeline:
         self.imu_gate = StampGate(p['time_jump_threshold'])
         self.conditioner = StreamConditioner(p['cutoff_frequency'], p['sample_rate'],
                                              measured_acceleration=self.imu)
+        # the conditioning term: the same fit on the stream conditioned at the second defensible cut-off
+        self.alt_conditioner = StreamConditioner(ALTERNATIVE_RATIO * p['cutoff_frequency'], p['sample_rate'],
+                                                 measured_acceleration=self.imu)
+        self.alt_rls = RecursiveSegmentedLS(self.edges, p['forgetting_factor'], p['initial_covariance'],
+                                            p['min_velocity'], p['min_samples'], p['min_unique_fraction'],
+                                            p['max_condition'])
         self.counts: Counter = Counter()
         self.last_error = ''
         self.wrench_frame = ''
@@ -219,6 +231,8 @@ class ImpedancePipeline:
     def _reset_state(self) -> None:
         self.rls.reset()
         self.conditioner.reset()
+        self.alt_rls.reset()
+        self.alt_conditioner.reset()
         self.pos = _Track()                     # joint positions (force_source=wrench)
         self.acc = _Track()                     # IMU accelerations (acceleration_source=imu)
         self._r_t = np.zeros(0, np.int64)       # force samples waiting for the other streams
@@ -393,6 +407,8 @@ class ImpedancePipeline:
             self.last_error = str(exc)
             self.counts['config_error'] += 1
             return 0
+        ta, xa, va, aa2, fa, ra = self.alt_conditioner.push(t, x, f, acc)
+        self.alt_rls.update(xa, va, aa2, fa, ta, ra)
         if len(tt):
             self.newest_ns = self._t0_ns + int(round(tt[-1] * 1e9))
         self.rls.correlation = self.conditioner.correlation
@@ -405,7 +421,7 @@ class ImpedancePipeline:
 
     # ------------------------------------------------------------------ output
     def profile(self) -> ImpedanceProfile:
-        return self.rls.profile()
+        return self.rls.profile(alternative=self.alt_rls)
 
     def status(self) -> dict:
         out = dict(self.counts)

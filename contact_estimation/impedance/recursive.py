@@ -17,20 +17,23 @@ its force-noise part multiplied by c, the samples per independent residual of th
 (:func:`blue_share`); plus the
 friction coefficient's share beta beta^T var(gamma); plus the errors-in-variables bias of the noisy filtered
 derivatives (``noise_variance``, trust.covariance.eiv_bias); plus, when the split test finds the parameters
-varying inside the segment, the variation term (d/2)(d/2)^T (:mod:`.cells`); combined by
-trust.covariance.combine. No
-conditioning term online (one bandwidth runs). Verdict: trust.verdict.judge with the bin's own checks
-(samples, kappa, unique variance, single tone, within-segment split test).
+varying inside the segment, the variation term (d/2)(d/2)^T (:mod:`.cells`); plus the conditioning term
+d d^T, d = the move of the estimate between this fit and the same fit on the stream conditioned at the second
+cut-off (``profile(alternative=...)``, the pipeline runs both); combined by trust.covariance.combine.
+Verdict: trust.verdict.judge with the bin's own checks (samples, kappa, unique variance, single tone,
+within-segment split test).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from contact_dynamics_common.trust.covariance import combine, eiv_bias
+from contact_dynamics_common.trust.covariance import conditioning as conditioning_cov
 from contact_dynamics_common.trust.verdict import judge
 
 from . import cells as cl
-from .segmented import (DIRECTIONS, KAPPA_REFUSE, KAPPA_WARN, PARAMS, ImpedanceProfile, segment_index)
+from .segmented import (DIRECTIONS, KAPPA_REFUSE, KAPPA_WARN, PARAMS, ImpedanceProfile, normalised_condition_gram,
+                        segment_index)
 
 SCALE = np.array([1.0, 0.01, 0.001, 1.0])
 ZSCALE = np.concatenate([SCALE, [1.0, 1.0, 1.0, 1.0]])
@@ -130,8 +133,28 @@ class RecursiveSegmentedLS:
             self.last_stamp = np.where(counts > 0, last, self.last_stamp)
         return int(len(blk))
 
-    def profile(self) -> ImpedanceProfile:
-        """The current estimate of every bin as an ImpedanceProfile (NaN where not identifiable)."""
+    def estimates(self) -> np.ndarray:
+        """(2 N, 4) parameters of every bin in scaled units (NaN without samples), with this fit's own
+        friction coefficient: the light solve used for the conditioning term of another fit."""
+        nb, C = 2 * self.nseg, self.cells
+        Gb = self.G.reshape(nb, C, cl.NZ, cl.NZ).sum(axis=1)
+        ridge = self.prior / self.alpha
+        kappa = np.array([normalised_condition_gram(Gb[b, :4, :4]) if self.count[b] else np.inf
+                          for b in range(nb)])
+        usable = (self.weight >= self.n_min) & (kappa <= self.kappa_refuse)
+        gamma, _, _ = cl.friction_coefficient(Gb, usable, ridge)
+        out = np.full((nb, 4), np.nan)
+        for b in range(nb):
+            if self.count[b]:
+                A, bv, _, _ = cl.corrected(Gb[b], gamma)
+                out[b] = np.linalg.solve(A + ridge[b] * np.eye(4), bv)
+        return out
+
+    def profile(self, alternative: 'RecursiveSegmentedLS | None' = None) -> ImpedanceProfile:
+        """The current estimate of every bin as an ImpedanceProfile (NaN where not identifiable).
+        ``alternative``: the same fit on the stream conditioned at the second defensible cut-off; its move
+        d enters every bin's covariance as d d^T (trust.covariance.conditioning)."""
+        alt = alternative.estimates() if alternative is not None else None
         nseg, nb, C = self.nseg, 2 * self.nseg, self.cells
         Gc = self.G.reshape(nb, C, cl.NZ, cl.NZ)
         Gb = Gc.sum(axis=1)
@@ -208,7 +231,9 @@ class RecursiveSegmentedLS:
                 varied = cl.variation_term(split) if split['T'] > threshold else np.zeros((4, 4))
                 if curv['T'] > cl.CURVATURE_THRESHOLD:
                     varied = varied + np.outer(curv['shift'], curv['shift'])
-                c = combine(own, eiv=bias, bias=varied).covariance
+                cond = (conditioning_cov(th_s, alt[b]) if alt is not None and np.all(np.isfinite(alt[b]))
+                        else None)
+                c = combine(own, eiv=bias, bias=varied, conditioning=cond).covariance
                 cov[b] = 0.5 * (c + c.T) / outer
             why = []
             share = uv[b, :3] / np.where(colvar[b, :3] > 0, colvar[b, :3], np.inf)
