@@ -3,10 +3,17 @@
 A node's callbacks only count and copy samples; what became of every sample is accounted for per input:
 received (callbacks) = accepted + pending + dropped.<cause>, plus ``dropped.queue``, the messages lost
 before the callback (publication sequence numbers, or the middleware's message-lost event).
+
+A message that fails its structural check (``messages.checks``: JointState array lengths, a configured joint
+missing, a bad quaternion) is dropped in the callback, counted under the check's cause in its input's ledger
+and logged as one line with the cause and the sizes (never the payload), at most once per cause and input every
+``LOG_INTERVAL_S`` (the lines in between are counted in the next one). ``gate_account`` gives the ledger terms
+of an input behind a ``StampGate``.
 """
 from __future__ import annotations
 
 import time
+from collections import Counter
 from typing import Callable
 
 from diagnostic_msgs.msg import DiagnosticStatus
@@ -15,7 +22,17 @@ from rclpy.event_handler import SubscriptionEventCallbacks, UnsupportedEventType
 from .meters import ERROR, OK, OVERLOAD_CAUSES, WARN, InputStats, RateMeter, message_info_callbacks, status
 from .qos import sensor_qos
 
-__all__ = ['NodeInputs']
+__all__ = ['LOG_INTERVAL_S', 'NodeInputs', 'gate_account']
+
+#: at most one log line per input and drop cause in this many seconds
+LOG_INTERVAL_S = 5.0
+
+
+def gate_account(gate, pending: int = 0, **dropped: int) -> tuple[int, int, dict[str, int]]:
+    """(accepted, pending, dropped by cause) of an input whose samples pass ``gate`` (a StampGate): the gate's
+    accepted samples and drop causes, plus the ``dropped`` counts the caller adds (ring-buffer overflow, samples
+    refused before the gate, ...), for ``NodeInputs.input_ledger``."""
+    return gate.counts.accepted, pending, {**gate.counts.dropped(), **dropped}
 
 
 class NodeInputs:
@@ -26,14 +43,25 @@ class NodeInputs:
     def init_inputs(self) -> None:
         self._drops_seen: dict[str, dict[str, int]] = {}
         self._overload_logged = 0.0
+        self._refused: dict[int, Counter] = {}             # per input (id of its meter): structural drops
+        self._refusal_log: dict[tuple[str, str], list] = {}  # (topic, cause) -> [time logged, not logged since]
+        self._last_refusal: dict[int, str] = {}
 
-    def add_input(self, msg_type, topic: str, stats: RateMeter, handler: Callable, depth: int):
+    def add_input(self, msg_type, topic: str, stats: RateMeter, handler: Callable, depth: int,
+                  check: Callable | None = None):
         """A sensor-data subscription whose callback, while the node is active, counts the message in
         ``stats`` and calls ``handler(msg)`` (nothing while inactive). With an InputStats the losses before
-        the callback are counted too (``subscribe_input``)."""
+        the callback are counted too (``subscribe_input``). ``check(msg)`` (``messages.checks``), when given,
+        runs first: a message it finds a Problem in is refused (``refuse``), not handed on."""
+        refused = self._refused.setdefault(id(stats), Counter())
+
         def callback(msg) -> None:
             if self.active:
                 stats.tick()
+                problem = check(msg) if check is not None else None
+                if problem is not None:
+                    self.refuse(topic, refused, problem)
+                    return
                 handler(msg)
 
         if isinstance(stats, InputStats):
@@ -56,16 +84,42 @@ class NodeInputs:
         except UnsupportedEventTypeError:          # a middleware without the message-lost event
             return self.create_subscription(msg_type, topic, cb, sensor_qos(depth))
 
+    def refuse(self, topic: str, refused: Counter, problem) -> None:
+        """Count a message refused by its structural check under the problem's cause and log it: one line
+        naming the topic, the cause and the sizes, at most once per topic and cause every LOG_INTERVAL_S."""
+        refused[problem.cause] += 1
+        self._last_refusal[id(refused)] = problem.text
+        now = time.monotonic()
+        entry = self._refusal_log.setdefault((topic, problem.cause), [-float('inf'), 0])
+        if now - entry[0] < LOG_INTERVAL_S:
+            entry[1] += 1
+            return
+        more = f' ({entry[1]} more since the last line)' if entry[1] else ''
+        entry[0], entry[1] = now, 0
+        self.get_logger().warning(f'{topic}: message dropped ({problem.cause}): {problem.text[:300]}{more}')
+
+    def last_refusal(self, stats: RateMeter) -> str:
+        """The text of the last message of the input counted in ``stats`` its structural check refused ('')."""
+        return self._last_refusal.get(id(self._refused.get(id(stats))), '')
+
+    def refused(self, stats: RateMeter) -> dict[str, int]:
+        """The messages of the input counted in ``stats`` refused by its structural check, by cause."""
+        return dict(self._refused.get(id(stats), {}))
+
     def input_ledger(self, name: str, stats: InputStats, accepted: int, pending: int,
                      dropped: dict[str, int]) -> tuple[dict, str]:
         """/diagnostics values of one input's ledger, and a warning text when samples were dropped since
         the previous report ('' otherwise). Logs the overload as a WARN (at most every 5 s).
 
         received (callbacks) = accepted + pending + sum(dropped.<cause>); ``unaccounted`` is the difference
-        (0 unless a sample went missing uncounted). ``dropped.queue``: lost before the callback (see
-        InputStats), not part of received.
+        (0 unless a sample went missing uncounted). ``dropped`` are the causes after the callback; the
+        messages refused by the input's structural check (``add_input``'s ``check``) are added here, by cause.
+        ``dropped.queue``: lost before the callback (see InputStats), not part of received.
         """
-        dropped = {**dropped, 'queue': stats.lost()}
+        dropped = dict(dropped)
+        for cause, n in self.refused(stats).items():
+            dropped[cause] = dropped.get(cause, 0) + n
+        dropped['queue'] = stats.lost()
         after_callback = sum(v for k, v in dropped.items() if k != 'queue')
         values = {'received': stats.count, 'accepted': accepted, 'pending': pending,
                   'dropped_total': after_callback + dropped['queue'],

@@ -19,6 +19,7 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
 from contact_dynamics.msg import ContactEstimate as ContactEstimateMsg
+from contact_dynamics_common.messages.checks import joint_state_problem, pose_problem
 from contact_dynamics_common.msgconv import stamp_to_ns
 from contact_dynamics_common.node import OK, WARN, EstimatorNode, InputStats, node_main, output_qos, status
 from contact_dynamics_common.rosfill import fill
@@ -46,9 +47,11 @@ class ContactEstimatorNode(EstimatorNode):
             self.add_input(WrenchStamped, p['wrench_topic'], self.rates['wrench'], self._on_wrench, depth)
             if p['displacement_source'] == 'joint_state':
                 self.add_input(JointState, p['joint_states_topic'], self.rates['displacement'],
-                               self._on_joint_state, depth)
+                               self._on_joint_state, depth,
+                               check=lambda m, j=[p['joint_name']]: joint_state_problem(m, j))
             else:
-                self.add_input(PoseStamped, p['pose_topic'], self.rates['displacement'], self._on_pose, depth)
+                self.add_input(PoseStamped, p['pose_topic'], self.rates['displacement'], self._on_pose, depth,
+                               check=pose_problem)
             topics = ['~/estimate'] + [f'~/{a}/estimate' for a in p['algorithms']]
             self.pubs = {t: self.create_lifecycle_publisher(ContactEstimateMsg, t, output_qos()) for t in topics}
             self.create_service(Trigger, '~/tare', self._on_tare)
@@ -112,12 +115,15 @@ class ContactEstimatorNode(EstimatorNode):
                                                   ledger[name]['dropped'])
             values = {**rejected, **account}
             if name == 'displacement':
-                values.update({k: counts.get(k, 0) for k in ('joint_missing', 'joint_state_empty',
-                                                              'joint_state_malformed')})
+                refused = self.refused(meter)
+                values.update({k: counts.get(k, 0) + refused.get(k, 0) for k in (
+                    'joint_missing', 'joint_state_empty', 'joint_state_malformed')})
             no_data = name == 'displacement' and not counts.get('displacement.accepted')
             bad = sum(v for k, v in rejected.items() if not k.endswith('.accepted'))
+            bad += sum(self.refused(meter).values())
             out.append(self.input_status(name, meter, values, timeout=timeout, dropping=dropping, bad=bad,
-                                         error=self.pipeline.last_error if no_data else ''))
+                                         error=(self.pipeline.last_error or self.last_refusal(meter)) if no_data
+                                         else ''))
         pipeline_values = self.pipeline_values(counts)
         pipeline_values.update({'backlog': self.pipeline.backlog, 'deferred_updates': self.deferred_updates,
                                 'max_samples_per_update': self.params['max_samples_per_update'],
