@@ -166,18 +166,36 @@ def test_garbage_in_a_chunk_loses_that_chunk_only(bags, tmp_path, capsys, comp):
     kept = [m for m in order if m not in in_chunk]
 
     bag = damaged_copy(path, tmp_path / 'garbage', bytes(data))       # summary intact: found while reading
-    reader = BagReader(bag)
+    reader = BagReader(bag, unverified=False)             # strict: the chunk that fails its CRC is skipped
     assert list(reader.raw_messages()) == kept
     rec = reader.recovery
-    assert rec.messages == len(kept) and rec.damage[0].lost_messages == len(in_chunk)
+    assert rec.messages == len(kept) and rec.damage[0].lost_messages == len(in_chunk) and rec.unverified == 0
     assert rec.break_offset == lo and rec.damage[0].kind == 'corrupt'
-    assert {t: len(c['log_ns']) for t, c in BagReader(bag).columns_many().items()} == topic_counts(kept)
+    assert {t: len(c['log_ns']) for t, c in BagReader(bag, unverified=False).columns_many().items()
+            } == topic_counts(kept)
+
+    reader = BagReader(bag)                               # default: its records that parse and agree, flagged
+    got = list(reader.raw_messages())
+    extra = [m for m in got if m not in kept]
+    assert [m for m in got if m in kept] == kept and len(got) == len(kept) + len(extra)
+    rec = reader.recovery
+    assert rec.messages == len(got) and rec.unverified == len(extra) > 0
+    assert rec.damage[0].lost_messages == len(in_chunk) - len(extra)
+    if comp == 'none':                                    # every record the garbage missed is back, byte-exact
+        starts = ends - np.array([len(m[3]) for m in order]) - 31
+        hit = [m for m, a, e in zip(order, starts, ends) if lo < e <= hi and a < mid + 48 and e > mid]
+        spared = [m for m in in_chunk if m not in hit]
+        assert set(spared) <= set(extra) and len(extra) - len(spared) <= len(hit) <= 2
     assert main(['info', str(bag)]) == 0                  # info reads every chunk
     printed = capsys.readouterr().out
-    assert f'recovered {len(kept)} intact messages' in printed and f'at byte {lo}' in printed
+    assert (f'recovered {len(got)} messages ({len(kept)} intact, {len(extra)} recovered-unverified)' in printed
+            and f'at byte {lo}' in printed)
 
     cut = damaged_copy(path, tmp_path / 'garbage_cut', bytes(data[:chunks[9].chunk_start_offset + 100]))
-    reader = BagReader(cut)                               # no summary: the scan skips the bad chunk, goes on
+    strict = list(BagReader(cut, unverified=False).raw_messages())
+    unverified = list(BagReader(cut).raw_messages())     # the scan salvages the bad chunk's records too
+    assert set(strict) < set(unverified) and [m for m in unverified if m in set(strict)] == strict
+    reader = BagReader(cut, unverified=False)             # no summary: the scan skips the bad chunk, goes on
     got = list(reader.raw_messages())
     assert got == [m for m in kept if m[2] < chunks[9].message_start_time] + got[len(got) - sum(
         m[2] >= chunks[9].message_start_time for m in got):]

@@ -35,12 +35,13 @@ class McapFile:
     power loss), rebuilt by ``SummaryScan`` up to the damage (``indexed_by = 'scan'``). With ``recover``, a
     chunk that fails its size/CRC check is skipped and a chunk cut by the end of the file gives the complete
     records it still holds (``ChunkReader``); every such place is kept in ``damage`` (by offset). Without it,
-    damage raises BagError.
+    damage raises BagError. ``unverified`` (default): a chunk that fails its CRC gives the records that still
+    parse and agree with the file (recovered-unverified, ``mcap_salvage``); False skips such chunks whole.
     """
 
     storage = 'mcap'
 
-    def __init__(self, path: Path, recover: bool = True) -> None:
+    def __init__(self, path: Path, recover: bool = True, unverified: bool = True) -> None:
         self.path = path
         if not path.is_file():
             raise FileNotFoundError(errno.ENOENT, 'bag file not found', str(path))
@@ -50,7 +51,7 @@ class McapFile:
         self.indexed_by = 'summary'
         self.rosbag2_info: dict[str, Any] | None = None
         self._loose: Piece | None = None          # messages outside chunks found by a scan
-        self.chunks = ChunkReader(path, self.size, recover, self.damage)
+        self.chunks = ChunkReader(path, self.size, recover, self.damage, unverified)
         with open(path, 'rb') as f:
             summary, problem = None, None
             try:
@@ -72,6 +73,7 @@ class McapFile:
                     summary = scan.run(f, problem)
                 self._loose, self.rosbag2_info = scan.loose, scan.rosbag2_info
         self.summary: Summary = summary
+        self.chunks.summary = summary             # the channels a damaged chunk's records are checked against
         self.topics = {c.topic: self.schema(c.id).name for c in summary.channels.values()}
 
     # ---- channels

@@ -3,7 +3,8 @@
 A chunk is found through its chunk index (file offset, length, log-time span) and, when present, its message
 indexes (message offsets per channel). Its records are decompressed and checked (uncompressed size, CRC32,
 record framing); the message indexes are checked against the records they point at. Messages come out as a
-``Piece`` (payloads of the wanted channels in file order).
+``Piece`` (payloads of the wanted channels in file order). In a chunk that fails its size or CRC check, the
+records that still parse and agree with the file are kept as recovered-unverified (``mcap_salvage``).
 """
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from .decode import MessageDecoders
 from .mcap_format import (CHUNK_HEAD, CORRUPTION, MESSAGE_DATA, RECORD_HEAD, decompress, decompress_prefix,
                           walk_records)
+from .mcap_salvage import decompress_salvage, salvage_chunk
 from .records import BagError, Damage, Piece, gather
 
 __all__ = ['ChunkReader']
@@ -24,15 +27,39 @@ __all__ = ['ChunkReader']
 class ChunkReader:
     """Reads and checks the chunks of one MCAP file; owns what a damaged chunk is and what it lost.
 
-    With ``recover``, a chunk that fails its size/CRC check is skipped (its lost messages counted per channel
-    from its message index when readable), a chunk cut by the end of the file gives the complete records it
+    With ``recover``, a chunk that fails its size/CRC check gives the records that still parse, belong to a
+    known channel (``summary``), have a log time in the chunk's span and decode (recovered-unverified,
+    ``mcap_salvage``; with ``unverified=False`` the chunk is skipped), its lost messages counted per channel
+    from its message index when readable; a chunk cut by the end of the file gives the complete records it
     still holds, a chunk whose records break is read up to the break, and an unreadable message index makes
     the chunk be read by a scan of its records; every such place goes into ``damage`` (file offset ->
     Damage, the dict the ``McapFile`` reports). Without ``recover`` each of them raises BagError.
     """
 
-    def __init__(self, path: Path, size: int, recover: bool, damage: dict[int, Damage]) -> None:
+    def __init__(self, path: Path, size: int, recover: bool, damage: dict[int, Damage],
+                 unverified: bool = True) -> None:
         self.path, self.size, self.recover, self.damage = path, size, recover, damage
+        self.unverified = unverified
+        self.summary: Any = None              # the file's channels and schemas (set by McapFile / SummaryScan)
+        self.salvaged: dict[int, dict[int, int]] = {}     # chunk offset -> messages kept per channel
+        self._decoders = MessageDecoders(path)
+
+    def _decodes(self, channel_id: int, payload: bytes) -> bool:
+        """Whether a payload decodes with its channel's schema."""
+        try:
+            channel = self.summary.channels[channel_id]
+            self._decoders.decoder(self.summary.schemas[channel.schema_id])(payload)
+            return True
+        except Exception:                                   # noqa: BLE001  (any failure: not consistent)
+            return False
+
+    def _salvage(self, compression: str, data: bytes, size: int, t0: int, t1: int
+                 ) -> tuple[bytes, dict[int, int]]:
+        """The consistent records of a chunk that failed its checks (``mcap_salvage``), kept per channel."""
+        if not self.unverified or self.summary is None or not self.summary.channels:
+            return b'', {}
+        return salvage_chunk(decompress_salvage(compression, data, size), t0, t1, set(self.summary.channels),
+                             self._decodes)
 
     def note(self, offset: int, kind: str, detail: str, **kw: Any) -> Damage:
         """The damage at ``offset`` (the first one noted there is kept)."""
@@ -57,6 +84,9 @@ class ChunkReader:
         if buf is None:
             self._count_lost(raw, ci)
             return None
+        if ci.chunk_start_offset in self.salvaged:           # re-framed records: walked, not indexed
+            self._count_lost(raw, ci, self.salvaged[ci.chunk_start_offset])
+            indexed = False
         arr = np.frombuffer(buf, dtype=np.uint8)
         offsets = None
         if indexed:
@@ -98,14 +128,17 @@ class ChunkReader:
         return Piece(buf, gather(arr, offsets + 15, 8, '<u8').astype(np.int64), offsets + MESSAGE_DATA,
                       size, gather(arr, offsets + 9, 2, '<u2').astype(np.int64))
 
-    def _count_lost(self, raw: bytes, ci: Any) -> None:
-        """Lost messages of a damaged chunk, per channel, from its message index (when it has one)."""
+    def _count_lost(self, raw: bytes, ci: Any, kept: dict[int, int] | None = None) -> None:
+        """Lost messages of a damaged chunk, per channel, from its message index (when it has one), less
+        the ``kept`` (recovered-unverified) ones."""
         damage = self.damage.get(ci.chunk_start_offset)
         if damage is None:
             return
+        kept = kept or {}
         damage.lost_span_ns = (ci.message_start_time, ci.message_end_time)
-        damage.lost_by_channel = self._index_counts(raw, ci)
-        damage.lost_messages = sum(damage.lost_by_channel.values()) if damage.lost_by_channel else None
+        listed = self._index_counts(raw, ci)
+        damage.lost_by_channel = {c: n - kept.get(c, 0) for c, n in listed.items() if n > kept.get(c, 0)}
+        damage.lost_messages = sum(damage.lost_by_channel.values()) if listed else None
 
     @staticmethod
     def _index_counts(raw: bytes, ci: Any) -> dict[int, int]:
@@ -130,7 +163,7 @@ class ChunkReader:
         chunk cut by the end of the file; both noted in ``damage``. Without it, BagError.
         """
         try:
-            opcode, _, _, _, size, crc, name_len = CHUNK_HEAD.unpack_from(raw, 0)
+            opcode, _, t0, t1, size, crc, name_len = CHUNK_HEAD.unpack_from(raw, 0)
             pos = CHUNK_HEAD.size
             compression = raw[pos:pos + name_len].decode()
             (data_len,) = struct.unpack_from('<Q', raw, pos + name_len)
@@ -171,8 +204,17 @@ class ChunkReader:
             if not self.recover:
                 raise BagError(f'{self.path}: chunk at offset {chunk_offset} fails its size or CRC check '
                                f'({why})')
-            self.note(chunk_offset, 'corrupt', f'chunk fails its size or CRC check ({why}); skipped')
-            return None
+            buf, kept = self._salvage(compression, raw[pos:pos + data_len], size, t0, t1)
+            n = sum(kept.values())
+            if not n:
+                self.note(chunk_offset, 'corrupt', f'chunk fails its size or CRC check ({why}); skipped' + (
+                    '' if self.unverified else ' (unverified records refused)'))
+                return None
+            self.salvaged[chunk_offset] = kept
+            self.note(chunk_offset, 'corrupt', f'chunk fails its size or CRC check ({why}); {n} messages '
+                      f'recovered-unverified (they parse, their channel and log time agree with the file and '
+                      f'they decode; no CRC confirms their payloads)', unverified=n)
+            return buf
         return buf
 
     def _indexed_offsets(self, raw: bytes, ci: Any, channel_ids: set[int]) -> np.ndarray:

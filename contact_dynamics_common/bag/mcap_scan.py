@@ -42,6 +42,7 @@ class SummaryScan:
         f.seek(0)
         magic = f.read(8)
         summary = Summary()
+        self.chunks.summary = summary         # damaged chunks are checked against the channels read so far
         if magic != MAGIC:
             if len(magic) < 8 and MAGIC.startswith(magic):        # cut before any record: nothing to read
                 self._note(0, 'truncated', f'the file ({self.size} bytes) ends before its first record')

@@ -27,7 +27,7 @@ from .records import BagError, BagRecovery, Damage
 __all__ = ['BagReader', 'open_storage']
 
 
-def open_storage(path: Path, recover: bool) -> Any:
+def open_storage(path: Path, recover: bool, unverified: bool = True) -> Any:
     """The storage reader of one bag file, by its suffix: MCAP, rosbag2 sqlite3 (``.db3``) or ROS 1
     (``.bag``)."""
     if path.suffix == '.db3' or path.name.endswith(('.db3.zstd', '.db3.zst')):
@@ -39,7 +39,7 @@ def open_storage(path: Path, recover: bool) -> Any:
     if path.suffix in ('.zstd', '.zst', '.lz4'):
         raise BagError(f'{path}: a file-compressed rosbag2 bag file; decompress it first '
                        f'({path.suffix[1:]} -d)')
-    return McapFile(path, recover)
+    return McapFile(path, recover, unverified)
 
 
 class BagReader:
@@ -52,10 +52,13 @@ class BagReader:
     one (``metadata_source`` says why). A directory without metadata.yaml is read as the union of
     its ``*.mcap`` (else ``*.db3``) files, and its metadata is rebuilt from them as ``ros2 bag reindex``
     does: written to ``metadata.yaml`` when ``write_metadata`` and the directory is writable, else kept in
-    memory. ``recover`` (default) reads damaged MCAP files up to the damage (see ``recovery``).
+    memory. ``recover`` (default) reads damaged files around the damage (see ``recovery``); ``unverified``
+    (default) keeps the records of an MCAP chunk that fails its CRC that still parse and agree with the file
+    (``recovery.unverified`` counts them); ``unverified=False`` (strict) skips such chunks whole.
     """
 
-    def __init__(self, path: str | Path, *, recover: bool = True, write_metadata: bool = True) -> None:
+    def __init__(self, path: str | Path, *, recover: bool = True, write_metadata: bool = True,
+                 unverified: bool = True) -> None:
         self.path = Path(path)
         if not self.path.exists():
             raise FileNotFoundError(errno.ENOENT, 'bag not found', str(self.path))
@@ -87,7 +90,7 @@ class BagReader:
             self._missing = [Damage(p.name, 0, 'missing', 'listed in metadata.yaml but not in the bag '
                                     'directory') for p in files if not p.is_file()]
             files = [p for p in files if p.is_file()]
-        self._files = [open_storage(p, recover) for p in files]
+        self._files = [open_storage(p, recover, unverified) for p in files]
         self.storage = self._files[0].storage
         if self.info is None:
             self.info = self._files[0].rosbag2_info

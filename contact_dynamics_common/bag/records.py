@@ -108,6 +108,7 @@ class Damage:
     last_good_ns: int | None = None       # log time of the last intact message before it (file order)
     lost_span_ns: tuple[int, int] | None = None     # log-time range of a lost chunk, when indexed
     lost_by_channel: dict[int, int] = field(default_factory=dict, repr=False)
+    unverified: int = 0                   # messages kept from it that no CRC confirms (recovered-unverified)
 
     def describe(self) -> str:
         out = f'{self.file} at byte {self.offset}: {self.detail}'
@@ -124,7 +125,9 @@ class Damage:
 class BagRecovery:
     """What a reader can use of a bag and what it had to leave out (``BagReader.recovery``).
 
-    ``messages`` / ``per_topic`` / ``start_ns`` .. ``end_ns``: the intact messages (what replay uses);
+    ``messages`` / ``per_topic`` / ``start_ns`` .. ``end_ns``: the messages replay uses (``unverified`` of
+    them recovered from MCAP chunks that failed their CRC: they parse and agree with the file, no CRC
+    confirms them);
     ``damage``: every damaged place found so far (MCAP chunks are checked as they are read; ``verify()``
     reads them all); ``indexed_by``: file -> 'summary' (the file's own index), 'scan' (rebuilt by reading
     the records, as ``mcap recover`` / ``ros2 bag reindex`` do) or 'sqlite3'; ``metadata``: where
@@ -142,6 +145,11 @@ class BagRecovery:
     @property
     def damaged(self) -> bool:
         return bool(self.damage)
+
+    @property
+    def unverified(self) -> int:
+        """Messages of ``messages`` recovered from chunks that failed their CRC (parse, agree, not verified)."""
+        return sum(d.unverified for d in self.damage)
 
     @property
     def seconds(self) -> float:
@@ -162,19 +170,24 @@ class BagRecovery:
         """Human-readable report: one line when intact, a line per damaged place otherwise."""
         if not self.damaged:
             return []
-        out = [f'recovered {self.messages} intact messages, {self.seconds:.3f} s '
+        what = (f'{self.messages} intact messages' if not self.unverified else
+                f'{self.messages} messages ({self.messages - self.unverified} intact, {self.unverified} '
+                f'recovered-unverified)')
+        out = [f'recovered {what}, {self.seconds:.3f} s '
                f'({", ".join(f"{t}: {n}" for t, n in sorted(self.per_topic.items()))}); '
                f'the bag is damaged in {len(self.damage)} place(s):']
         out += ['  ' + d.describe() for d in self.damage]
         return out
 
     def as_dict(self) -> dict[str, Any]:
-        return {'damaged': self.damaged, 'messages': self.messages, 'seconds': self.seconds,
+        return {'damaged': self.damaged, 'messages': self.messages, 'unverified': self.unverified,
+                'seconds': self.seconds,
                 'per_topic': dict(self.per_topic), 'start_ns': self.start_ns, 'end_ns': self.end_ns,
                 'break_offset': self.break_offset, 'last_good_ns': self.last_good_ns,
                 'indexed_by': dict(self.indexed_by), 'metadata': self.metadata,
                 'damage': [{'file': d.file, 'offset': d.offset, 'kind': d.kind, 'detail': d.detail,
-                            'lost_messages': d.lost_messages, 'last_good_ns': d.last_good_ns}
+                            'lost_messages': d.lost_messages, 'last_good_ns': d.last_good_ns,
+                            'unverified': d.unverified}
                            for d in self.damage]}
 
 
