@@ -19,8 +19,10 @@ from sensor_msgs.msg import Imu, JointState
 from std_srvs.srv import Trigger
 
 from contact_dynamics.msg import ImpedanceProfile as ImpedanceProfileMsg
+from contact_dynamics_common.messages.checks import joint_state_problem
 from contact_dynamics_common.msgconv import stamp_to_ns
-from contact_dynamics_common.node import OK, WARN, EstimatorNode, RateMeter, node_main, output_qos, status
+from contact_dynamics_common.node import OK, WARN, EstimatorNode, InputStats, node_main, output_qos, status
+from contact_dynamics_common.ros.inputs import gate_account
 from contact_dynamics_common.rosfill import fill
 
 from .config import NODE_NAME, PARAMS
@@ -32,7 +34,7 @@ class ImpedanceProfilerNode(EstimatorNode):
     def __init__(self, **kwargs):
         super().__init__(NODE_NAME, PARAMS, **kwargs)
         self.pipeline: ImpedancePipeline | None = None
-        self.rates = {'joint_states': RateMeter(), 'wrench': RateMeter(), 'imu': RateMeter()}
+        self.rates = {'joint_states': InputStats(), 'wrench': InputStats(), 'imu': InputStats()}
         self.pub = None
         self.latest = None
         self._sample_us: deque = deque(maxlen=200)     # update cost per sample used (us), last 200 updates
@@ -42,8 +44,10 @@ class ImpedanceProfilerNode(EstimatorNode):
         self.pipeline = ImpedancePipeline(p)
         if self.pub is None:
             depth = p['input_queue_size']
+            needs = ('position', 'effort') if p['force_source'] == 'effort' else ('position',)
             self.add_input(JointState, p['joint_states_topic'], self.rates['joint_states'],
-                           self._on_joint_state, depth)
+                           self._on_joint_state, depth,
+                           check=lambda m, j=[p['joint_name']]: joint_state_problem(m, j, needs))
             if p['force_source'] == 'wrench':
                 self.add_input(WrenchStamped, p['wrench_topic'], self.rates['wrench'], self._on_wrench, depth)
             if p['acceleration_source'] == 'imu':
@@ -112,16 +116,27 @@ class ImpedanceProfilerNode(EstimatorNode):
             key = 'joint' if inp == 'joint_states' else inp
             gate = {k: v for k, v in counts.items() if k.startswith(key + '.')}
             values = dict(gate)
+            refused = self.refused(meter)
+            before = {}
             if inp == 'joint_states':
-                values.update({k: counts.get(k, 0) for k in ('joint_missing', 'joint_state_empty',
-                                                             'joint_state_malformed')})
+                before = {k: counts.get(k, 0) for k in ('joint_missing', 'joint_state_empty',
+                                                        'joint_state_malformed')}
+                values.update({k: v + refused.get(k, 0) for k, v in before.items()})
+            g, buf = {'joint_states': (self.pipeline.joint_gate, self.pipeline.joint_buffer),
+                      'wrench': (self.pipeline.wrench_gate, self.pipeline.wrench_buffer),
+                      'imu': (self.pipeline.imu_gate, self.pipeline.imu_buffer)}[inp]
+            account, dropping = self.input_ledger(inp, meter, *gate_account(
+                g, len(buf), overflow=buf.overflowed, reset=buf.discarded, **before))
+            values.update(account)
             bad = sum(v for k, v in gate.items() if not k.endswith(('.accepted', '.overflowed')))
+            bad += sum(refused.values())
             overflowed = gate.get(f'{key}.overflowed', 0)
             no_joint = inp == 'joint_states' and not counts.get('joint.accepted')
             out.append(self.input_status(inp, meter, values, timeout=self.params['sensor_timeout'] * 20,
                                          bad=bad + overflowed, bad_text=f'{bad} samples rejected, '
                                          f'{overflowed} overflowed',
-                                         error=self.pipeline.last_error if no_joint else ''))
+                                         error=(self.pipeline.last_error or self.last_refusal(meter)) if no_joint
+                                         else '', dropping=dropping))
         values = self.pipeline_values(counts)
         if self._sample_us:
             values['update_us_per_sample_p50'] = float(np.percentile(self._sample_us, 50))
