@@ -23,7 +23,7 @@ from contact_estimation.geometry.body import load_geometry
 from contact_estimation.geometry.contacts import ContactKinematics, ContactSet
 from contact_estimation.geometry.rotations import quat_to_matrix
 
-from .estimator import estimate, local_fits, measurement, regressor
+from .estimator import estimate, local_fits, measurement, regressor, robust_noise
 from .sensitivity import trajectory_from_bag
 
 FIELDS = ('k', 'pair', 'r', 'n', 't', 'delta', 'delta_dot', 'sliding', 'lever', 'count', 'v_t')
@@ -88,7 +88,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.mode == 'kinematics':
             print(f'wrote {args.kinematics}: {len(cs)} contacts over {len(stamps)} samples')
             return 0
-    est = estimate(cs, tr.force, tr.moment, formulation=args.formulation, moment_scale=args.moment_scale)
+    # the twist's robust noise level (slip σ term), as the node does from the same stream
+    noise = tuple(robust_noise(np.abs(np.diff(a, 4, axis=0))) for a in (tr.v, tr.w))
+    est = estimate(cs, tr.force, tr.moment, formulation=args.formulation, moment_scale=args.moment_scale,
+                   twist_noise=noise)
     T = len(tr.t)
     fits = local_fits(regressor(cs, T, args.formulation, args.moment_scale),
                       measurement(tr.force, tr.moment, args.formulation, args.moment_scale), cs.count)

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import lsq_linear
 
-from contact_dynamics_common.trust.covariance import combine, spd
+from contact_dynamics_common.trust.covariance import combine, sandwich, spd
 from contact_dynamics_common.trust.verdict import judge
 from contact_estimation.geometry.contacts import ContactSet
 
@@ -204,14 +204,85 @@ def _excitation(G: np.ndarray) -> np.ndarray:
 
 
 def global_fit(A: np.ndarray, y: np.ndarray, *, bounded: bool = True, thresholds: Thresholds | None = None,
-               formulation: str = 'force', samples_used: int | None = None) -> MultiPointEstimate:
-    """Global bounded least squares over stacked rows A (R, 3) θ = y (R,), θ = [k, b, μk]."""
+               formulation: str = 'force', samples_used: int | None = None, sandwich: bool = True,
+               cov_terms: dict | None = None) -> MultiPointEstimate:
+    """Global bounded least squares over stacked rows A (R, 3) θ = y (R,), θ = [k, b, μk]; with ``sandwich``
+    its covariance holds the residual HAC sandwich (``residual_sandwich``) and ``cov_terms``."""
     A = np.asarray(A, float).reshape(-1, 3)
     y = np.asarray(y, float).reshape(-1)
     ok = np.all(np.isfinite(A), axis=1) & np.isfinite(y)
     A, y = A[ok], y[ok]
-    return global_fit_gram(*gram(A, y), bounded=bounded, thresholds=thresholds, formulation=formulation,
-                           samples_used=samples_used, rss=lambda th: float(np.sum((y - A @ th) ** 2)))
+    stats = gram(A, y)
+    common = dict(bounded=bounded, thresholds=thresholds, formulation=formulation, samples_used=samples_used,
+                  rss=lambda th: float(np.sum((y - A @ th) ** 2)))
+    first = global_fit_gram(*stats, **common)
+    if not sandwich and not cov_terms:
+        return first
+    hac = residual_sandwich(A, y, first) if sandwich else None
+    return global_fit_gram(*stats, residual_cov=hac, cov_terms=cov_terms, **common)
+
+
+def residual_sandwich(A: np.ndarray, y: np.ndarray, fit: MultiPointEstimate) -> np.ndarray | None:
+    """HAC (Newey-West) covariance of θ from the residuals of ``fit`` over the stacked rows (lags from their
+    own correlation, ``trust.covariance.sandwich``); None when the fit is rank deficient or has < 12 rows."""
+    A = np.asarray(A, float).reshape(-1, 3)
+    y = np.asarray(y, float).reshape(-1)
+    if fit.rank < 3 or len(y) < 12:
+        return None
+    return sandwich(A, y - A @ fit.theta, lags='auto')
+
+
+#: a sliding contact slower than this many σ of its tangential-velocity noise has an unresolved direction
+SLIP_SIGMAS = 3.0
+
+
+def robust_noise(abs_fourth_differences: np.ndarray) -> float:
+    """White-noise σ of a signal from its |4th differences| (any shape): median / 0.6745 / √70 — robust to
+    sparse impacts, unlike the rms form."""
+    d = np.asarray(abs_fourth_differences, float).ravel()
+    d = d[np.isfinite(d)]
+    return float(np.median(d) / (0.6745 * np.sqrt(70.0))) if len(d) >= 8 else 0.0
+
+
+def slip_alternative(A: np.ndarray, row: np.ndarray, speed: np.ndarray, lever: np.ndarray, fcol: np.ndarray,
+                     sigma_v: float, sigma_w: float) -> np.ndarray:
+    """Rows (T, m, 3) without the friction column of every sliding contact slower than SLIP_SIGMAS x its
+    tangential-velocity noise √(σ_v² + |lever|² σ_ω²): the slip term's alternative. Per contact: its row
+    index ``row``, slip speed, |lever| and friction-column contribution ``fcol`` (``friction_columns``)."""
+    out = np.array(A, float, copy=True)
+    slow = np.asarray(speed) < SLIP_SIGMAS * np.sqrt(sigma_v ** 2 + (np.asarray(lever) * sigma_w) ** 2)
+    if slow.any():
+        np.add.at(out[:, :, 2], np.asarray(row)[slow], -np.asarray(fcol)[slow])
+    return out
+
+
+def pulling_alternative(A: np.ndarray, y: np.ndarray, row: np.ndarray, delta: np.ndarray, delta_dot: np.ndarray,
+                        theta: np.ndarray):
+    """The rows of the instants where the fitted law pushes at every contact (k δ + b δ̇ >= 0), the pulling
+    term's alternative (a contact that cannot pull biases a KV fit through the instants where the fit pulls);
+    (None, None) when none pulls or fewer than max(12, 10 %) instants remain. Per contact: its row index."""
+    pull = theta[0] * np.asarray(delta) + theta[1] * np.asarray(delta_dot) < 0
+    if not pull.any():
+        return None, None
+    keep = np.ones(len(A), bool)
+    keep[np.asarray(row)[pull]] = False
+    if keep.sum() < max(12, len(keep) // 10):
+        return None, None
+    return A[keep], y[keep]
+
+
+def alternative_terms(theta: np.ndarray, alternatives: dict, formulation: str = 'force') -> dict:
+    """{name: ΔΔᵀ} with Δ = the global estimate from the alternative rows (A, y) − θ (a rank-deficient
+    alternative: an infinite term, i.e. "unknown"); alternatives given as None are left out."""
+    terms = {}
+    for name, (Aa, ya) in alternatives.items():
+        if Aa is None:
+            continue
+        alt = global_fit(np.asarray(Aa).reshape(-1, 3), np.asarray(ya).reshape(-1), formulation=formulation,
+                         sandwich=False)
+        d = alt.theta - theta if alt.rank == 3 else np.full(3, np.inf)
+        terms[name] = np.outer(d, d) if np.all(np.isfinite(d)) else np.diag(np.full(3, np.inf))
+    return terms
 
 
 def global_fit_gram(G: np.ndarray, g: np.ndarray, yy: float, rows: int, *, bounded: bool = True,
@@ -340,13 +411,27 @@ def local_fits(blocks: np.ndarray, y: np.ndarray, count: np.ndarray) -> LocalFit
 
 
 def estimate(cs: ContactSet, force, moment=None, *, formulation: str = 'force', moment_scale: float = 0.1,
-             bounded: bool = True, thresholds: Thresholds | None = None) -> MultiPointEstimate:
-    """Global estimate from contact kinematics and the measured resultant wrench (one row block per instant)."""
+             bounded: bool = True, thresholds: Thresholds | None = None,
+             twist_noise: tuple[float, float] | None = None) -> MultiPointEstimate:
+    """Global estimate from contact kinematics and the measured resultant wrench (one row block per instant),
+    with the σ terms the kinematics allow: residual sandwich, pulling term, and — given the twist noise
+    (σ_v m/s, σ_ω rad/s, e.g. ``robust_noise`` of the twist's 4th differences) — the slip term."""
     T = len(cs.count)
     blocks = regressor(cs, T, formulation, moment_scale)
     moment = np.zeros((T, 3)) if moment is None else moment
     y = measurement(force, moment, formulation, moment_scale)
     use = cs.count > 0
-    est = global_fit(blocks[use].reshape(-1, 3), y[use].reshape(-1), bounded=bounded, thresholds=thresholds,
-                     formulation=formulation, samples_used=int(use.sum()))
-    return est
+    A, yu = blocks[use], y[use]
+    common = dict(bounded=bounded, thresholds=thresholds, formulation=formulation, samples_used=int(use.sum()))
+    first = global_fit(A.reshape(-1, 3), yu.reshape(-1), sandwich=False, **common)
+    if first.rank < 3:
+        return first
+    row = (np.cumsum(use) - 1)[cs.k]
+    alts = {'pulling': pulling_alternative(A, yu, row, cs.delta, cs.delta_dot, first.theta)}
+    if twist_noise is not None:
+        sl = cs.sliding
+        alts['slip'] = (slip_alternative(A, row[sl], np.linalg.norm(cs.v_t[sl], axis=1),
+                                         np.linalg.norm(cs.lever[sl], axis=1),
+                                         friction_columns(cs, formulation, moment_scale)[sl], *twist_noise), yu)
+    return global_fit(A.reshape(-1, 3), yu.reshape(-1), cov_terms=alternative_terms(first.theta, alts, formulation),
+                      **common)

@@ -23,7 +23,7 @@ Processing (a sample's result does not depend on how the stream was batched):
 5. every update solves the global bounded least squares over the window from its running sufficient
    statistics AᵀA, Aᵀy, yᵀy (``estimator.global_fit_gram``; recomputed from the kept rows when the window drops
    old ones), then its honest covariance (``estimator.honest_covariance``): the HAC sandwich of the residuals
-   (``trust.hac_covariance``, lags from their own autocorrelation) where larger than the white form, plus
+   (``estimator.residual_sandwich`` = ``trust.covariance.sandwich``, lags from their own autocorrelation) where larger than the white form, plus
    ΔΔᵀ of the bandwidth term (estimate with the ±(M+1) twist − estimate) and of the interpolation term
    (estimate with linearly interpolated poses − estimate). Significance and identifiability use the total.
 """
@@ -36,21 +36,20 @@ import numpy as np
 
 from contact_dynamics_common.params import ConfigError
 from contact_dynamics_common.stamps import StampGate
-from contact_dynamics_common.trust.checks import hac_covariance
 from contact_estimation.geometry.body import CompoundBody, load_geometry
 from contact_estimation.geometry.contacts import ContactKinematics, ContactSet
 from contact_estimation.geometry.rotations import quat_multiply, quat_to_matrix, twist_from_poses
 
-from .estimator import (MultiPointEstimate, Thresholds, friction_columns, global_fit, global_fit_gram, gram,
-                        measurement, regressor)
+from .estimator import (MultiPointEstimate, Thresholds, alternative_terms, friction_columns, global_fit_gram, gram,
+                        measurement, pulling_alternative, regressor, residual_sandwich, robust_noise,
+                        slip_alternative)
 
 _POSE_COLS = ('_p_t', '_p_x', '_p_q', '_p_v', '_p_w', '_p_v2', '_p_w2', '_p_known', '_p_start', '_p_noise_done')
 _ROW_COLS = ('_rows_t', '_rows_id', '_rows_A', '_rows_y', '_rows_A_bw', '_rows_A_in', '_rows_y_in')
 _CONTACT_COLS = ('_c_id', '_c_speed', '_c_lever', '_c_fcol', '_n_id', '_n_delta', '_n_ddot')
 #: a pose step longer than this many times the median of the five before it is a hole
 HOLE_PERIODS = 4.0
-#: a sliding contact slower than this many σ of its tangential-velocity noise has an unresolved direction
-SLIP_SIGMAS = 3.0
+
 
 
 def resolve_geometry_path(name: str) -> Path:
@@ -480,60 +479,29 @@ class MultiPointPipeline:
         return self.estimate
 
     def _sigma_terms(self, first: MultiPointEstimate, A: np.ndarray, y: np.ndarray):
-        """HAC sandwich of the residuals of ``first`` (θ units) and the conditioning terms ΔΔᵀ (bandwidth,
-        interpolation) of the estimates from the alternative rows."""
-        if first.rank < 3 or len(y) < 12:
+        """HAC sandwich of the residuals of ``first`` (θ units) and the chain's terms ΔΔᵀ (bandwidth,
+        interpolation, slip, pulling) from the alternative rows (``estimator.alternative_terms``)."""
+        hac = residual_sandwich(A, y, first)
+        if hac is None:
             return None, {}
         theta = first.theta
-        scale = np.sqrt(np.maximum(np.einsum('ij,ij->j', A, A) / len(y), 1e-300))
-        r = y - A @ theta
-        hac = hac_covariance(A / scale, r, lags='auto') / np.outer(scale, scale)
-        terms = {}
-        for name, Aa, ya in (('bandwidth', self._rows_A_bw, self._rows_y), ('interpolation', self._rows_A_in,
-                                                                             self._rows_y_in),
-                             ('slip', self._slip_rows(), self._rows_y),
-                             ('pulling', *self._rows_without_pulling(theta))):
-            if Aa is None:
-                continue
-            alt = global_fit(Aa.reshape(-1, 3), ya.reshape(-1), formulation=self.params['formulation'])
-            d = alt.theta - theta if alt.rank == 3 else np.full(3, np.inf)
-            terms[name] = np.outer(d, d) if np.all(np.isfinite(d)) else np.diag(np.full(3, np.inf))
-        return hac, terms
+        sv, sw = self.twist_noise()
+        row = np.searchsorted(self._rows_id, self._c_id)
+        nrow = np.searchsorted(self._rows_id, self._n_id)
+        alts = {'bandwidth': (self._rows_A_bw, self._rows_y), 'interpolation': (self._rows_A_in, self._rows_y_in),
+                'slip': (slip_alternative(self._rows_A, row, self._c_speed, self._c_lever, self._c_fcol, sv, sw),
+                         self._rows_y),
+                'pulling': pulling_alternative(self._rows_A, self._rows_y, nrow, self._n_delta, self._n_ddot, theta)}
+        return hac, alternative_terms(theta, alts, self.params['formulation'])
 
     def twist_noise(self) -> tuple[float, float]:
-        """Robust white-noise σ of the twist components (m/s, rad/s) over the estimation window: median of the
-        recorded |4th differences| / 0.6745 / √70 (sparse impacts do not move a median)."""
+        """Robust white-noise σ of the twist components (m/s, rad/s) over the estimation window
+        (``estimator.robust_noise`` of the recorded |4th differences|)."""
         if not len(self._noise_t) or not len(self._rows_t):
             return 0.0, 0.0
         lo = self._rows_t[0] if self.params['window'] > 0 else -1
         use = (self._noise_t <= self._rows_t[-1]) & (self._noise_t >= lo)
-        if use.sum() < 8:
-            return 0.0, 0.0
-        k = 1.0 / (0.6745 * np.sqrt(70.0))
-        return float(np.median(self._noise_v[use]) * k), float(np.median(self._noise_w[use]) * k)
-
-    def _rows_without_pulling(self, theta: np.ndarray):
-        """The rows of the instants where the fitted law pushes at every contact (k δ + b δ̇ >= 0): the
-        alternative of the pulling term (a contact that cannot pull — a clipped law — biases a KV fit through
-        exactly the instants where the fit pulls). (None, None) when no instant pulls or too few remain."""
-        pull = theta[0] * self._n_delta + theta[1] * self._n_ddot < 0
-        if not pull.any():
-            return None, None
-        keep = ~np.isin(self._rows_id, self._n_id[pull])
-        if keep.sum() < max(12, len(keep) // 10):
-            return None, None
-        return self._rows_A[keep], self._rows_y[keep]
-
-    def _slip_rows(self) -> np.ndarray:
-        """The rows with the friction column of every sliding contact slower than SLIP_SIGMAS x its
-        tangential-velocity noise (√(σ_v² + |lever|² σ_ω²)) removed: the slip-direction alternative."""
-        A = self._rows_A.copy()
-        sv, sw = self.twist_noise()
-        slow = self._c_speed < SLIP_SIGMAS * np.sqrt(sv ** 2 + (self._c_lever * sw) ** 2)
-        if slow.any():
-            r = np.searchsorted(self._rows_id, self._c_id[slow])
-            np.add.at(A[:, :, 2], r, -self._c_fcol[slow])
-        return A
+        return robust_noise(self._noise_v[use]), robust_noise(self._noise_w[use])
 
     def status(self) -> dict:
         self._flush()
