@@ -13,8 +13,10 @@ from geometry_msgs.msg import PoseStamped, WrenchStamped
 from nav_msgs.msg import Odometry
 
 from contact_dynamics.msg import MultiPointContactEstimate as EstimateMsg
+from contact_dynamics_common.messages.checks import odometry_problem, pose_problem
 from contact_dynamics_common.msgconv import odometry_row, pose_row, wrench_row
-from contact_dynamics_common.node import OK, WARN, EstimatorNode, RateMeter, node_main, output_qos, status
+from contact_dynamics_common.node import OK, WARN, EstimatorNode, InputStats, node_main, output_qos, status
+from contact_dynamics_common.ros.inputs import gate_account
 from contact_dynamics_common.rosfill import fill
 
 from .config import NODE_NAME, PARAMS
@@ -26,7 +28,7 @@ class MultiPointEstimatorNode(EstimatorNode):
     def __init__(self, **kwargs):
         super().__init__(NODE_NAME, PARAMS, **kwargs)
         self.pipeline: MultiPointPipeline | None = None
-        self.rates = {'wrench': RateMeter(), 'pose': RateMeter()}
+        self.rates = {'wrench': InputStats(), 'pose': InputStats()}
         self.pub = None
 
     def configure(self) -> None:
@@ -36,9 +38,11 @@ class MultiPointEstimatorNode(EstimatorNode):
             depth = p['input_queue_size']
             self.add_input(WrenchStamped, p['wrench_topic'], self.rates['wrench'], self._on_wrench, depth)
             if p['pose_source'] == 'odometry':
-                self.add_input(Odometry, p['odom_topic'], self.rates['pose'], self._on_odom, depth)
+                self.add_input(Odometry, p['odom_topic'], self.rates['pose'], self._on_odom, depth,
+                               check=odometry_problem)
             else:
-                self.add_input(PoseStamped, p['pose_topic'], self.rates['pose'], self._on_pose, depth)
+                self.add_input(PoseStamped, p['pose_topic'], self.rates['pose'], self._on_pose, depth,
+                               check=pose_problem)
             self.pub = self.create_lifecycle_publisher(EstimateMsg, TOPIC, output_qos())
         self.get_logger().info(
             f"multi-point estimation ({p['formulation']} rows) with {len(self.pipeline.payload.parts)} payload and "
@@ -74,8 +78,13 @@ class MultiPointEstimatorNode(EstimatorNode):
         out = []
         for name, meter in self.rates.items():
             gate = {k: v for k, v in counts.items() if k.startswith(name + '.')}
-            out.append(self.input_status(name, meter, gate, timeout=self.params['sensor_timeout'],
-                                         bad=sum(v for k, v in gate.items() if not k.endswith('.accepted'))))
+            # the pipeline's queue was flushed through the gates by status(): nothing pending
+            sg = self.pipeline.wrench_gate if name == 'wrench' else self.pipeline.pose_gate
+            account, dropping = self.input_ledger(name, meter, *gate_account(sg))
+            bad = sum(v for k, v in gate.items() if not k.endswith('.accepted'))
+            bad += sum(self.refused(meter).values())
+            out.append(self.input_status(name, meter, {**gate, **account},
+                                         timeout=self.params['sensor_timeout'], bad=bad, dropping=dropping))
         values = self.pipeline_values(counts)
         out.append(status(f'{self.get_name()}: pipeline', OK if self.active else WARN,
                           'ok' if self.active else 'inactive: estimate frozen', values))
