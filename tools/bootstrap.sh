@@ -6,12 +6,17 @@
 #      as colcon would (ament index marker, share/contact_dynamics/{package.xml,launch,config},
 #      lib/contact_dynamics/<node executables>)
 #   4. the project's Python packages, editable, with their console scripts in .venv/bin
+#   5. test-only, when ../shared/ros2-launch exists (LAUNCH_STACK=dir to point elsewhere, LAUNCH_STACK= to skip):
+#      the ROS 2 launch stack wheels (launch, launch_ros, launch_testing, ros2cli, ...) with
+#      requirements/launch-test.txt, --no-deps, and composition_interfaces built by the same rosidl step as
+#      msg/ into the venv prefix (launch_ros imports it); never part of the robot's runtime requirements
 # A stamp over every input makes a second run a no-op (well under a second).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VENV=${VENV:-$ROOT/.venv}
 BUILD_DIR=${BUILD_DIR:-$ROOT/build/msgs}
+LAUNCH_STACK=${LAUNCH_STACK-$ROOT/../shared/ros2-launch}
 STAMP=$VENV/.contact_dynamics_stamp
 cd "$ROOT"
 
@@ -24,8 +29,12 @@ inputs_hash() {
     local files
     shopt -s nullglob
     files=(requirements/lock.txt CMakeLists.txt package.xml setup.py setup.cfg msg/*.msg srv/*.srv tools/bootstrap.sh
-           scripts/* launch/* config/* config/*/* resource/*)
+           scripts/* launch/* config/* config/*/* resource/* requirements/launch-test.txt)
     shopt -u nullglob
+    if [[ -n $LAUNCH_STACK && -d $LAUNCH_STACK ]]; then
+        regular_launch=("$LAUNCH_STACK"/wheels/*.whl "$LAUNCH_STACK"/src/composition_interfaces/srv/*.srv)
+        files+=("${regular_launch[@]}")
+    fi
     local f regular=()
     for f in "${files[@]}"; do [[ -f $f ]] && regular+=("$f"); done   # sub-directories of config/ are not files
     { printf '%s\n' "${regular[@]}"; cat "${regular[@]}"; } | sha256sum | cut -d' ' -f1
@@ -76,14 +85,19 @@ if ((${#hardcoded[@]})); then
 fi
 export AMENT_PREFIX_PATH="$VENV${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}"
 export PATH="$VENV/bin:$PATH"
-cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_PREFIX_PATH="$VENV" -DCMAKE_INSTALL_PREFIX="$VENV" \
-    -DPython3_EXECUTABLE="$VENV/bin/python" -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=Release \
-    -DINSTALL_PYTHON_PACKAGES=OFF >"$ROOT/build/cmake-configure.log" 2>&1 ||
-    { tail -40 "$ROOT/build/cmake-configure.log"; exit 1; }
-cmake --build "$BUILD_DIR" -j"$(nproc)" >"$ROOT/build/cmake-build.log" 2>&1 ||
-    { tail -40 "$ROOT/build/cmake-build.log"; exit 1; }
-cmake --install "$BUILD_DIR" >"$ROOT/build/cmake-install.log" 2>&1 ||
-    { tail -40 "$ROOT/build/cmake-install.log"; exit 1; }
+# configure, build and install one ament_cmake package (source dir, build dir, log name, extra cmake args)
+cmake_install() {
+    local src=$1 build=$2 name=$3
+    shift 3
+    cmake -S "$src" -B "$build" -DCMAKE_PREFIX_PATH="$VENV" -DCMAKE_INSTALL_PREFIX="$VENV" \
+        -DPython3_EXECUTABLE="$VENV/bin/python" -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=Release "$@" \
+        >"$ROOT/build/$name-configure.log" 2>&1 || { tail -40 "$ROOT/build/$name-configure.log"; exit 1; }
+    cmake --build "$build" -j"$(nproc)" >"$ROOT/build/$name-build.log" 2>&1 ||
+        { tail -40 "$ROOT/build/$name-build.log"; exit 1; }
+    cmake --install "$build" >"$ROOT/build/$name-install.log" 2>&1 ||
+        { tail -40 "$ROOT/build/$name-install.log"; exit 1; }
+}
+cmake_install "$ROOT" "$BUILD_DIR" cmake -DINSTALL_PYTHON_PACKAGES=OFF
 
 # 4. The project itself, editable, so that console scripts run from the venv without ros2cli.
 log "installing contact_dynamics (editable)"
@@ -91,5 +105,18 @@ quiet_pip install --quiet --disable-pip-version-check --no-deps --no-build-isola
 
 "$VENV/bin/python" -c 'from contact_dynamics.msg import ContactEstimate, ParameterEstimate' ||
     { echo "bootstrap: the generated messages do not import" >&2; exit 1; }
+# 5. Test-only: the launch stack for test/test_launch_real.py (skipped there, with the reason, without it).
+if [[ -n $LAUNCH_STACK && -d $LAUNCH_STACK/wheels ]]; then
+    log "installing the launch stack for the tests ($LAUNCH_STACK)"
+    quiet_pip install --quiet --disable-pip-version-check --no-deps "$LAUNCH_STACK"/wheels/*.whl \
+        -r requirements/launch-test.txt
+    cmake_install "$LAUNCH_STACK/src/composition_interfaces" "$ROOT/build/composition_interfaces" \
+        composition_interfaces
+    "$VENV/bin/python" -c 'import launch_ros.actions, composition_interfaces.srv' ||
+        { echo "bootstrap: launch_ros does not import" >&2; exit 1; }
+else
+    log "no launch stack at ${LAUNCH_STACK:-<skipped>}: the real-launch tests will be skipped"
+fi
+
 echo "$want" >"$STAMP"
 log "ready: $VENV"
