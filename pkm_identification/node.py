@@ -21,8 +21,10 @@ from std_srvs.srv import SetBool, Trigger
 
 from contact_dynamics.msg import ParameterEstimate
 from contact_dynamics.srv import PkmSetActiveSet
+from contact_dynamics_common.messages.checks import joint_state_problem
 from contact_dynamics_common.msgconv import stamp_to_ns
-from contact_dynamics_common.node import OK, WARN, EstimatorNode, RateMeter, node_main, output_qos, status
+from contact_dynamics_common.node import OK, WARN, EstimatorNode, InputStats, node_main, output_qos, status
+from contact_dynamics_common.ros.inputs import gate_account
 from contact_dynamics_common.rosfill import fill
 
 from .config import NODE_NAME, PARAMS
@@ -51,7 +53,7 @@ class PkmIdentifierNode(EstimatorNode):
     def __init__(self, **kwargs):
         super().__init__(NODE_NAME, PARAMS, **kwargs)
         self.pipeline: PkmPipeline | None = None
-        self.rate = RateMeter()
+        self.rate = InputStats()
         self.pubs: dict = {}
         self.latest: PkmEstimate | None = None
 
@@ -60,7 +62,8 @@ class PkmIdentifierNode(EstimatorNode):
         self.pipeline = PkmPipeline(p)
         if not self.pubs:
             self.add_input(JointState, p['joint_states_topic'], self.rate, self._on_joint_state,
-                           p['input_queue_size'])
+                           p['input_queue_size'], check=lambda m, j=list(p['joint_names']): joint_state_problem(
+                               m, j, ('position', 'effort')))
             self.pubs = {t: self.create_lifecycle_publisher(ty, t, output_qos()) for t, ty in TYPES.items()}
             self.create_service(SetBool, '~/freeze', self._on_freeze)
             self.create_service(PkmSetActiveSet, '~/set_active_set', self._on_set_active)
@@ -125,9 +128,19 @@ class PkmIdentifierNode(EstimatorNode):
         counts = self.pipeline.status()
         rejected = sum(v for k, v in counts.items() if k.startswith('joint_states.') and not k.endswith('accepted'))
         rejected += counts['rejected_kinematics'] + counts['joint_missing'] + counts['joint_state_malformed']
-        error = self.pipeline.last_error if not counts.get('joint_states.accepted') else ''
-        out = [self.input_status('joint_states', self.rate, {**counts, 'rejected_total': rejected},
-                                 timeout=self.params['sensor_timeout'], bad=rejected, error=error)]
+        refused = self.refused(self.rate)
+        rejected += sum(refused.values())
+        for k in ('joint_missing', 'joint_state_malformed'):
+            counts[k] += refused.get(k, 0)
+        error = (self.pipeline.last_error or self.last_refusal(self.rate)) \
+            if not counts.get('joint_states.accepted') else ''
+        buf, pl = self.pipeline.buffer, self.pipeline
+        account, dropping = self.input_ledger('joint_states', self.rate, *gate_account(
+            pl.gate, len(buf), overflow=buf.overflowed, reset=buf.discarded,
+            **{k: pl.counts[k] for k in ('joint_missing', 'joint_state_malformed')}))
+        out = [self.input_status('joint_states', self.rate, {**counts, 'rejected_total': rejected, **account},
+                                 timeout=self.params['sensor_timeout'], bad=rejected, error=error,
+                                 dropping=dropping)]
         est = self.latest
         pv = {**self.cost.figures(), 'updates': self.updates}
         if est is None:
