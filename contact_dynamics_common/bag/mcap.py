@@ -135,9 +135,9 @@ class McapFile:
         summary; default: all, in file order). Damaged chunks are skipped (noted in ``damage``)."""
         with guard(self.path), open(self.path, 'rb') as f:
             if not self.summary.chunk_indexes:                  # unchunked file
-                if self._loose is not None:
-                    keep = np.isin(self._loose.channel, list(channel_ids))
-                    yield self._loose.select(keep)
+                if self.indexed_by == 'scan':                   # its messages: those the scan found
+                    if self._loose is not None:
+                        yield self._loose.select(np.isin(self._loose.channel, list(channel_ids)))
                     return
                 msgs = [m for _, _, m in SeekingReader(f).iter_messages(
                     topics=[self.summary.channels[c].topic for c in channel_ids], log_time_order=False)

@@ -5,8 +5,10 @@ Each message is converted to the CDR of the ROS 2 type of the same name (``geome
 ``BagReader`` builds the same columns with the same decoder and ``run-bag``, ``play`` and ``contact-compare``
 work as on MCAP. The conversion runs per message in Python (tens of thousands of messages per second):
 convert a large bag once with ``rosbags-convert`` when it is read often. The file is read as one piece (no
-streaming windows). Topics whose type has no ROS 2 definition are left out and reported. An unindexed bag
-(the recording was cut) must be reindexed first (``rosbag reindex``).
+streaming windows). A type that rosbags' Kilted store does not know (this project's own messages, e.g.
+``contact_dynamics/msg/ObstacleHypothesis``) takes its ROS 2 definition from the installed interfaces
+(``messages.definitions``); topics whose type has no ROS 2 definition at all are left out and reported. An
+unindexed bag (the recording was cut) must be reindexed first (``rosbag reindex``).
 """
 from __future__ import annotations
 
@@ -19,10 +21,22 @@ from typing import Any
 from mcap.records import Channel, Schema
 from mcap.summary import Summary
 
+from ..messages import definitions as msgdefs
 from .records import BagError, Damage, Piece
 from .storage import SummaryFile, definition, file_size, piece, statistics
 
 BATCH = 1 << 16            # messages per piece
+
+
+def _register_installed(store: Any, type_name: str) -> None:
+    """Add an installed ROS 2 message type (and the dependencies the store lacks) to a rosbags type store;
+    nothing when it is not installed."""
+    from rosbags.typesys import get_types_from_msg
+    try:
+        types = get_types_from_msg(msgdefs.msgdef(type_name), type_name)
+        store.register({k: v for k, v in types.items() if k not in store.fielddefs})
+    except Exception:                                       # noqa: BLE001  (not installed or unparsable)
+        pass
 
 
 class Bag1File(SummaryFile):
@@ -53,6 +67,8 @@ class Bag1File(SummaryFile):
         source, target = get_typestore(Stores.EMPTY), get_typestore(Stores.ROS2_KILTED)
         for conn in self._reader.connections:
             source.register(get_types_from_msg(conn.msgdef.data, conn.msgtype))
+            if conn.msgtype not in target.fielddefs:
+                _register_installed(target, conn.msgtype)
         self.summary = Summary()
         self._convert: dict[int, Any] = {}
         schema_ids: dict[str, int] = {}

@@ -202,7 +202,8 @@ class Db3File(SummaryFile):
         where = (f'the sqlite3 file ends at byte {self.size} of {self._expected_size}' if cut else
                  f'sqlite3 file damaged ({damaged})')
         detail = (f'{where}; {n} rows read page by page from {idx.leaf_pages} intact pages of '
-                  f'{idx.pages}; {missing} of ids 1..{top} missing (on lost pages)')
+                  f'{idx.pages}; {missing} of ids 1..{top} missing (on lost pages)' if n else
+                  f'{where}; no message row on its {idx.pages} intact pages')
         if idx.rejected:
             detail += f'; {idx.rejected} damaged rows left out'
         if cut:

@@ -30,11 +30,15 @@ __all__ = ['BUILTIN', 'FRAMEWORK_PARAMS', 'RUN_BAG_KEPT', 'build_parser', 'confi
 
 
 def _cmd_run_bag(args) -> int:
-    result, summary, seconds = run_bag(args.bag, args.config, args.out, args.report, progress=not args.quiet)
+    result, summary, seconds = run_bag(args.bag, args.config, args.out, args.report, progress=not args.quiet,
+                                       strict=args.strict)
     n_out = sum(result.counts.values())
     print(f'{args.bag}: {result.input_messages} input messages, {result.bag_duration_s:.2f} s of bag time '
           f'in {seconds:.3f} s ({result.bag_duration_s / max(seconds, 1e-9):.0f}x real time); '
           f'{n_out} estimates on {len(result.outputs)} topics')
+    source = result.recovery.metadata if result.recovery is not None else ''
+    if 'rebuilt' in source or 'unusable' in source:          # metadata.yaml missing or ignored: say so
+        print(f'metadata: {source}')
     for line in result.recovery.lines():
         print(line)
     functions = [load_target(n.summary) for n in registry().offline_nodes.values() if n.summary]
@@ -67,7 +71,7 @@ def _cmd_info(args) -> int:
     import yaml
 
     from ..bag import BagReader
-    bag = BagReader(args.bag)
+    bag = BagReader(args.bag, unverified=not args.strict)
     recovery = bag.recovery if args.no_verify else bag.verify()
     counts = bag.message_counts
     index = ', '.join(sorted(set(recovery.indexed_by.values())))
@@ -143,6 +147,10 @@ BUILTIN = {
 }
 
 
+STRICT_HELP = ('do not use messages recovered-unverified from MCAP chunks that fail their CRC (by default '
+               'the records that still parse, agree with the file and decode are used, and counted)')
+
+
 def build_parser() -> argparse.ArgumentParser:
     reg = registry()
     epilog = ['commands of the installed packages:']
@@ -159,6 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     rb.add_argument('--out', help='output bag of every published estimate')
     rb.add_argument('--report', help='directory for summary.yaml and PNG plots')
     rb.add_argument('--quiet', action='store_true', help='no progress bar')
+    rb.add_argument('--strict', action='store_true', help=STRICT_HELP)
     from .batch import add_arguments as batch_arguments
     batch_arguments(sub.add_parser('batch', help=BUILTIN['batch']))
     sub.add_parser('play', help=BUILTIN['play'], add_help=False)
@@ -166,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument('bag')
     info.add_argument('--no-verify', action='store_true',
                       help='do not read every chunk to check it (faster; damage found only in the index)')
+    info.add_argument('--strict', action='store_true', help=STRICT_HELP)
     sub.add_parser('simulate', help=BUILTIN['simulate'], add_help=False)
     demo = sub.add_parser('demo', help=BUILTIN['demo'])
     demo.add_argument('names', nargs='*', help=f"demos to run (default all: {', '.join(reg.demos) or 'none'})")

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..registry import registry
 from ..ros.params import ConfigError, load_params_file, validate_all
 
-__all__ = ['FRAMEWORK_PARAMS', 'RUN_BAG_KEPT', 'load_offline_nodes', 'run_bag']
+__all__ = ['FRAMEWORK_PARAMS', 'RUN_BAG_KEPT', 'check_usable', 'load_offline_nodes', 'run_bag']
 
 #: parameters every rclpy node has; accepted in params files and ignored offline
 FRAMEWORK_PARAMS = ('use_sim_time', 'start_type_description_service')
@@ -42,15 +42,37 @@ def load_offline_nodes(config_path: str | Path) -> list:
 RUN_BAG_KEPT = 5_000
 
 
+def check_usable(bag, nodes: list, bag_path: str) -> None:
+    """BagError naming the damage when a damaged bag holds no intact message the nodes read (a bag cut
+    before its first message, a lost topics table), or when a bag holds no message at all."""
+    from ..bag import BagError
+    rec = bag.recovery
+    needed = list(dict.fromkeys(t for node in nodes for t in node.inputs()))
+    missing = [t for t in needed if t not in bag.topics]
+    if rec.damaged and (missing or not sum(rec.per_topic.get(t, 0) for t in needed)):
+        first = sorted(rec.damage, key=lambda d: (d.file, d.offset))[0].describe()
+        what = (f'input topic(s) {", ".join(missing)} not in what is left of it' if missing else
+                f'no intact message of {", ".join(needed)}')
+        raise BagError(f'{bag_path}: the bag is damaged: {what} ({rec.messages} intact messages in all; '
+                       f'{first})')
+    if not rec.damaged and rec.messages == 0:
+        raise BagError(f'{bag_path}: the bag holds no messages')
+
+
 def run_bag(bag_path: str, config: str, out: str | None = None, report: str | None = None,
-            progress: bool = True, overwrite: bool = True):
-    """Replay ``bag_path`` through the configured nodes; returns (ReplayResult, summary or None, seconds)."""
+            progress: bool = True, overwrite: bool = True, strict: bool = False):
+    """Replay ``bag_path`` through the configured nodes; returns (ReplayResult, summary or None, seconds).
+
+    ``strict``: messages recovered-unverified from MCAP chunks that failed their CRC are not used
+    (``BagReader(unverified=False)``). A damaged bag that holds no intact message the nodes read is a
+    BagError naming the damage (``check_usable``)."""
     from ..bag import BagReader, BagWriter
     from ..offline.replay import replay
     from .report import plot_estimates, write_summary
 
-    bag = BagReader(bag_path)
+    bag = BagReader(bag_path, unverified=not strict)
     nodes = load_offline_nodes(config)
+    check_usable(bag, nodes, bag_path)
     writer = BagWriter(out, custom_data={'source_bag': str(bag_path), 'config': str(config)},
                        overwrite=overwrite) if out else None
     t0 = time.perf_counter()
