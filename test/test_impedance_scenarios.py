@@ -297,8 +297,10 @@ def test_adaptive_segmentation_finds_the_spring_kinks(s2):
     # changes along the stroke)
     assert not np.any((e > 0.0141) & (e < 0.0189)), e
     assert np.sum((e > 0.0021) & (e < 0.0099)) <= 1, e
-    p = fit_segmented(c.x, c.v, c.a, c.F, e, noise_variance=c.noise_variance, correlation=c.correlation, r=c.r)
+    p = fit_segmented(c.x, c.v, c.a, c.F, e, noise_variance=c.noise_variance, correlation=c.correlation,
+                      r=c.r)
     soft = (p.edges[:-1] >= 0.0019) & (p.edges[1:] <= 0.0111)
-    assert soft.any() and np.all(np.abs(p.value('stiffness')[:, soft] / 400.0 - 1) <= 0.03), p.value('stiffness')
+    k_soft = p.value('stiffness')[:, soft]
+    assert soft.any() and np.all(np.abs(k_soft / 400.0 - 1) <= 0.03), p.value('stiffness')
     with pytest.raises(ValueError):
         adaptive_edges(c.x, c.v, c.a, c.F, 0.030, 0.040)

@@ -1,15 +1,15 @@
 """Issue 14, failure class 3 (impedance): trust on a plant simulated independently of the package.
 
 The plant here is written afresh (not contact_estimation.impedance.plant/scenarios): a slider of mass m with a
-linear dashpot b, a piecewise-linear spring with a stiffness step (k1 below x_T, k2 above, continuous force) and
-smooth Coulomb friction F_c tanh(v / 0.2 mm/s), driven by a stiff PD position loop that tracks a 12-tone
+linear dashpot b, a piecewise-linear spring with a stiffness step (k1 below x_T, k2 above, continuous force)
+and smooth Coulomb friction F_c tanh(v / 0.2 mm/s), driven by a stiff PD position loop that tracks a 12-tone
 multisine with a sub-Hz stroke tone; integrated with scipy's LSODA. The force sensor reads the actuator force
 (= m a + b v + F_s(x) + friction exactly); the encoder quantises x to 1 um; the force carries 0.5 % white
 noise. F_c is 30 % of the rms damping force.
 
 Acceptance (issue 14): the batch fit accepts the sub-Hz multisine; with that friction m <= 3 %, b <= 8 %,
-k <= 3 % per kink-free segment with the truth inside 3 sigma, batch and online; the segment holding the step is
-flagged; holes never give a valid wrong segment; every valid bin anywhere covers its truth within 3 sigma.
+k <= 3 % per kink-free segment with the truth inside 3 sigma, batch and online; the segment holding the step
+is flagged; holes never give a valid wrong segment; every valid bin anywhere covers its truth within 3 sigma.
 """
 from __future__ import annotations
 

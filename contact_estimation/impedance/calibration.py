@@ -1,4 +1,6 @@
-"""Randomized calibration families of the impedance profiler (``contact-dynamics calibrate --family 'impedance/*'``).
+"""Randomized calibration families of the impedance profiler.
+
+``contact-dynamics calibrate --family 'impedance/*'``
 
 Each draw makes one experiment with a plant written here, independently of the estimator and of the
 package's own simulator (:mod:`.plant`): a position-controlled stiff actuator moves the mechanism along a
@@ -44,7 +46,7 @@ _EPOCH_NS = 1_750_000_000 * 10**9
 
 
 def _motion(rng, t, stroke, sub_hz):
-    """Exact x, v, a of a random multisine (+ optional sub-Hz stroke tone) with a 1 s raised-cosine fade-in."""
+    """Exact x, v, a of a random multisine (+ optional sub-Hz stroke tone), 1 s raised-cosine fade-in."""
     f_top = rng.uniform(5.0, 20.0)
     n = int(rng.integers(3, 13))
     f = np.sort(np.exp(rng.uniform(np.log(f_top / 8.0), np.log(f_top), n)))
@@ -104,7 +106,7 @@ def _spring(kind, rng, k0, stroke):
 
 
 def simulate(kind: str, rng) -> dict:
-    """One random experiment of the family ``kind`` (module docstring): stamps, measured x, F and the truth."""
+    """One random experiment of the family ``kind`` (module docstring): stamps, measured x, F, truth."""
     fs = float(rng.choice([1000.0, 2000.0, 4000.0]))
     T = 14.0
     t = np.arange(0.0, T, 1.0 / fs)

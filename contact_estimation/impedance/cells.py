@@ -7,8 +7,8 @@ Every (segment, direction) bin is cut into ``CELLS`` equal position cells. For e
 
 is kept (the batch fit sums it once, the recursive fit with forgetting). From them:
 
-* :func:`friction_coefficient` - one Coulomb coefficient gamma (N) for the friction transient column, shared by
-  every usable bin (Frisch-Waugh: r and F are projected off each bin's own [a v x 1] and pooled):
+* :func:`friction_coefficient` - one Coulomb coefficient gamma (N) for the friction transient column, shared
+  by every usable bin (Frisch-Waugh: r and F are projected off each bin's own [a v x 1] and pooled):
   gamma = sum_b r_perp,b^T F_perp,b / sum_b r_perp,b^T r_perp,b. Its estimate is uncorrelated with each bin's
   [a v x 1] fit (r_perp is orthogonal to that bin's columns), so a bin's covariance gains
   beta_b beta_b^T var(gamma) with beta_b = A_b^-1 X_b^T r_b (exact for a model linear in its parameters).

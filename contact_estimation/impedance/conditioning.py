@@ -67,7 +67,7 @@ class Conditioned:
 
     @property
     def correlation(self) -> float:
-        """Samples per independent residual of kernel-filtered white noise: 2 sqrt(pi) w f_s (1 unfiltered)."""
+        """Samples per independent residual of kernel-filtered white noise: 2 sqrt(pi) w f_s (1 raw)."""
         return residual_correlation(self.width_s, self.rate_hz) if np.isfinite(self.width_s) else 1.0
 
 
@@ -184,8 +184,8 @@ def condition(t, x, F, a=None, *, cutoff_hz: float | None = None, band_hz: float
         r = np.zeros(len(t))
     keep = tt >= t[0] + t_skip
     if keep.sum() < 16:
-        raise ValueError(f'record too short: {int(keep.sum())} complete samples after the {t_skip} s start-up '
-                         f'skip ({holes} hole(s))')
+        raise ValueError(f'record too short: {int(keep.sum())} complete samples after the {t_skip} s '
+                         f'start-up skip ({holes} hole(s))')
     segs = hole_segments(t, GAP_PERIODS, period)
     a0, b0 = max(segs, key=lambda s: s[1] - s[0])
     f_lo = 1.5 * band

@@ -47,13 +47,13 @@ def main(workdir: Path) -> int:
         print(f'   {3 * j:4.0f}-{3 * j + 3:<9.0f} {truth[0, j]:9.0f} {cell(batch[0, j], batch_ok[0, j])}'
               f'{cell(online[0, j], online_ok[0, j])}{cell(batch[1, j], batch_ok[1, j])}'
               f'{cell(online[1, j], online_ok[1, j])}{note}')
-    print('   * = flagged, not valid (e.g. "parameters change inside the segment": a kink inside it or within '
-          "the filter kernel's reach of its edge)")
+    print('   * = flagged, not valid (e.g. "parameters change inside the segment": a kink inside it or '
+          "within the filter kernel's reach of its edge)")
     err = np.concatenate([np.abs(batch / truth - 1)[batch_ok], np.abs(online / truth - 1)[online_ok]])
     worst = float(err.max()) if len(err) else float('inf')
     kink_flagged = not batch_ok[:, sc.KINK_SEGMENT].any() and not online_ok[:, sc.KINK_SEGMENT].any()
-    print(f'   worst stiffness error of a valid bin {worst:.2%}; kink segment flagged: {kink_flagged}; online '
-          f'replay {result.bag_duration_s / seconds:.0f}x real time')
+    print(f'   worst stiffness error of a valid bin {worst:.2%}; kink segment flagged: {kink_flagged}; '
+          f'online replay {result.bag_duration_s / seconds:.0f}x real time')
     s1 = sc.simulate('S1', duration=10.0, seed=1, closed_loop=False)
     k = s1.analysed
     chk = check_design(s1.x_ref[k], s1.v_ref[k], s1.a_ref[k], s1.edges)

@@ -122,8 +122,8 @@ class StreamConditioner:
             rate = self.rate or 1.0 / float(np.median(np.diff(self._hold[:_PERIOD_SAMPLES, 0])))
             width = width_for_cutoff(self.cutoff)
             if not width >= 2.0 / rate:
-                raise ConfigError(f'cutoff_frequency {self.cutoff} Hz is too high for the {rate:.4g} Hz input: '
-                                  f'the kernel needs at least 2 samples of width (cut-off <= '
+                raise ConfigError(f'cutoff_frequency {self.cutoff} Hz is too high for the {rate:.4g} Hz '
+                                  f'input: the kernel needs at least 2 samples of width (cut-off <= '
                                   f'{cutoff_for_width(2.0 / rate):.4g} Hz)')
             self.measured_rate, self.width_s = rate, width
             self.kernels = [FastCausalKernel(width, 1.0 / rate, gap_periods=GAP_PERIODS, orders=o)

@@ -3,13 +3,14 @@
 Each bin holds its information in the exponentially weighted form that RLS computes recursively, per position
 cell of the bin (:mod:`.cells`: Gram matrices of z = [a v x 1 r F] / scale),
 
-    G = sum_i lambda^(n-i) z_i z_i^T,   A = lambda^n P0^-1 + (G's [a v x 1] block),   theta = A^-1 (X^T F - gamma X^T r)
+    G = sum_i lambda^(n-i) z_i z_i^T,   A = lambda^n P0^-1 + (G's [a v x 1] block),
+    theta = A^-1 (X^T F - gamma X^T r)
 
 with scaled units (1 m/s^2, 1 cm/s, 1 mm, 1 N), P0 = alpha I and lambda applied once per sample that falls in
 the bin (lambda = 1 - 1/(f_s T_mem): 0.999975 at 4 kHz for 10 s). A block of samples is added at once with
-weights lambda^(B-1-rank) (vectorised bincounts), which is exactly the sequence of RLS updates, so the estimate
-does not depend on how the stream was batched. gamma is the Coulomb coefficient of the friction transient
-column r (pooled over the usable bins, :func:`.cells.friction_coefficient`).
+weights lambda^(B-1-rank) (vectorised bincounts), which is exactly the sequence of RLS updates, so the
+estimate does not depend on how the stream was batched. gamma is the Coulomb coefficient of the friction
+transient column r (pooled over the usable bins, :func:`.cells.friction_coefficient`).
 
 sigma (which terms, see doc/trust/impedance.md): residual variance sigma^2 (forgetting-weighted) times A^-1,
 its force-noise part multiplied by c, the samples per independent residual of the kernel-filtered stream
@@ -32,8 +33,8 @@ from contact_dynamics_common.trust.covariance import conditioning as conditionin
 from contact_dynamics_common.trust.verdict import judge
 
 from . import cells as cl
-from .segmented import (DIRECTIONS, KAPPA_REFUSE, KAPPA_WARN, PARAMS, ImpedanceProfile, normalised_condition_gram,
-                        segment_index)
+from .segmented import (DIRECTIONS, KAPPA_REFUSE, KAPPA_WARN, PARAMS, ImpedanceProfile,
+                        normalised_condition_gram, segment_index)
 
 SCALE = np.array([1.0, 0.01, 0.001, 1.0])
 ZSCALE = np.concatenate([SCALE, [1.0, 1.0, 1.0, 1.0]])

@@ -392,7 +392,8 @@ def fit_segmented(x, v, a, F, edges, options: FitOptions | None = None,
                             noise_variance=noise, options=dict(o.__dict__, correlation=float(correlation),
                                                                record_unique_share=record_share.tolist(),
                                                                friction_transient_coefficient=float(gamma),
-                                                               friction_transient_std=float(np.sqrt(var_gamma)),
+                                                               friction_transient_std=float(
+                                                                   np.sqrt(var_gamma)),
                                                                sigma_terms=terms))
 
 
