@@ -563,9 +563,9 @@ def _reference(samples: ContactSamples, X: np.ndarray, F: np.ndarray, model) -> 
 #: parameters of the two halves of the excitation band must agree within this many combined sigma ...
 BAND_Z = 4.0
 #: ... or this share of their value
-BAND_REL = 0.05
+BAND_REL = 0.02
 #: the stiffness is compared between the bands only when the rate force carries this share of the force
-BAND_RATE_SHARE = 0.02
+BAND_RATE_SHARE = 0.005
 #: the parallel-filtered reference needs at least this many samples per parameter after the kernel edges
 _PF_MIN_PER_PARAMETER = 20
 
@@ -618,7 +618,13 @@ def _parallel_reference(samples: ContactSamples, model, keep: tuple[bool, ...] |
     sigma_e = hcov.kernel_error_covariance({o: rows[o][0] for o in orders}, sigma_x, orders)[np.ix_(cols_kept, cols_kept)]
     bias = hcov.eiv_bias(X, theta, sigma_e)
     honest = hcov.combine(sw, eiv=bias, conditioning=hcov.conditioning(theta, fits[1][0]))
-    bands = _band_consistency(t, fits[0][3], fits[0][4], fits[0][5], model, sigma_e) if all(keep) else None
+    bands = None
+    if all(keep):
+        # the regressors' own noise, band by band: white noise of the measured level on the same stamps through
+        # the same kernels (a fixed seed: the same window gives the same verdict everywhere)
+        noise = np.random.default_rng(0).standard_normal(len(t)) * sigma_x
+        noise_X = model.regressor(*cond.filtered_derivatives(t, noise, bw.width_s, orders=orders))
+        bands = _band_consistency(t, fits[0][3], fits[0][4], fits[0][5], model, noise_X)
     theta_full = np.zeros(p)
     theta_full[cols_kept] = theta
     cov_full = np.zeros((p, p))
@@ -626,7 +632,7 @@ def _parallel_reference(samples: ContactSamples, model, keep: tuple[bool, ...] |
     return {'theta': theta_full, 'covariance': cov_full, 'bandwidth': bw, 'terms': honest, 'bands': bands}
 
 
-def _band_consistency(t: np.ndarray, X: np.ndarray, y: np.ndarray, ok: np.ndarray, model, sigma_e: np.ndarray
+def _band_consistency(t: np.ndarray, X: np.ndarray, y: np.ndarray, ok: np.ndarray, model, noise_X: np.ndarray
                       ) -> trust.Check | None:
     """Do the parameters agree between the lower and the upper half of the excitation band? (the stiffness only
     on dynamic data: damping force >= BAND_RATE_SHARE of the force)
@@ -634,7 +640,8 @@ def _band_consistency(t: np.ndarray, X: np.ndarray, y: np.ndarray, ok: np.ndarra
     The parallel-filtered regressors X and target y (exact for the model) are split by one more Gaussian kernel
     at f_s, the frequency below which half the deformation's power lies: low = h_s * (X, y), high = (X, y) - low (both
     linear filters: the model holds exactly in each band). Each band is fitted by least squares with its HAC
-    sandwich and EIV bias (``trust.covariance``). A parameter that differs by more than BAND_Z combined sigma and
+    sandwich and EIV bias (``trust.covariance``; the band's regressor noise from ``noise_X``, white noise of the
+    measured level through the same kernels and band split). A parameter that differs by more than BAND_Z combined sigma and
     BAND_REL of its value fails: ``model mismatch suspected: <name> differs between frequency bands``
     (frequency-dependent loss such as hysteresis, an omitted mass or friction). None when a band is too
     poorly excited to tell."""
@@ -659,17 +666,21 @@ def _band_consistency(t: np.ndarray, X: np.ndarray, y: np.ndarray, ok: np.ndarra
     if not 0 < f_s < 0.2 * rate:
         return None
     Xs, ys = X[seg], y[seg]
-    lo_X, lo_y, lo_ok = cond.parallel_filter(t[seg], Xs, ys, cond.width_for_cutoff(f_s))
-    bands = ((lo_X[lo_ok], lo_y[lo_ok]), (Xs[lo_ok] - lo_X[lo_ok], ys[lo_ok] - lo_y[lo_ok]))
+    width_s = cond.width_for_cutoff(f_s)
+    lo_X, lo_y, lo_ok = cond.parallel_filter(t[seg], Xs, ys, width_s)
+    nz = np.nan_to_num(noise_X[seg])
+    lo_n = cond.kernel_filter(t[seg], nz, width_s)
+    bands = ((lo_X[lo_ok], lo_y[lo_ok], lo_n[lo_ok]),
+             (Xs[lo_ok] - lo_X[lo_ok], ys[lo_ok] - lo_y[lo_ok], nz[lo_ok] - lo_n[lo_ok]))
     p = X.shape[1]
     thetas, variances = [], []
-    for Xb, yb in bands:
+    for Xb, yb, nb in bands:
         if len(yb) < 50 * p:
             return None
         sc = np.sqrt(np.maximum((Xb * Xb).mean(axis=0), 1e-300))
         th = np.linalg.lstsq(Xb / sc, yb, rcond=None)[0] / sc
-        # EIV bias of this band, conservatively with the whole regressor noise (the upper band holds most of it)
-        bias = hcov.eiv_bias(Xb, th, sigma_e)
+        # EIV bias of this band from the band's own share of the regressor noise
+        bias = hcov.eiv_bias(Xb, th, nb.T @ nb / max(len(nb), 1))
         cov = hcov.combine(hcov.sandwich(Xb, yb - Xb @ th), eiv=bias).covariance
         thetas.append(th)
         variances.append(np.diagonal(cov))
