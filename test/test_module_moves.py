@@ -144,3 +144,27 @@ def test_every_import_of_the_shared_home_in_the_repository_resolves():
                     except ImportError:
                         missing.append(f'{path.relative_to(ROOT)}:{node.lineno}: {node.module}.{alias.name}')
     assert len(files) > 100 and not missing, missing
+
+
+def test_sweep_tool_rewrites_old_paths_to_the_new_homes():
+    """tools/sweep_moved_imports.py (for the callers' sweep): every form an old path is written in."""
+    sys.path.insert(0, str(ROOT / 'tools'))
+    try:
+        from sweep_moved_imports import rewrite
+    finally:
+        sys.path.remove(str(ROOT / 'tools'))
+    table = {'msgconv': 'messages.convert', 'cdr': 'messages.cdr', 'play': 'ros.play', 'node': 'ros.node'}
+    src = ('from contact_dynamics_common import msgconv, trust  # noqa: E402\n'
+           '    from contact_dynamics_common import cdr as c\n'
+           'from contact_dynamics_common.msgconv import stamp_to_ns\n'
+           "argv = ['-m', 'contact_dynamics_common.play']  # see contact_dynamics_common/node.py\n"
+           'from contact_dynamics_common.nodes import x; import contact_dynamics_common.ros.node\n')
+    out, notes = rewrite(src, table)
+    assert out == ('from contact_dynamics_common import trust  # noqa: E402\n'
+                   'from contact_dynamics_common.messages import convert as msgconv\n'
+                   '    from contact_dynamics_common.messages import cdr as c\n'
+                   'from contact_dynamics_common.messages.convert import stamp_to_ns\n'
+                   "argv = ['-m', 'contact_dynamics_common.ros.play']  # see contact_dynamics_common/ros/node.py\n"
+                   'from contact_dynamics_common.nodes import x; import contact_dynamics_common.ros.node\n')
+    assert rewrite(out, table) == (out, [])
+    assert rewrite('from contact_dynamics_common import (cdr,\n    trust)\n', table)[1]
