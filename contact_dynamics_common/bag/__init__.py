@@ -3,9 +3,11 @@
 ``BagReader`` (``reader``) reads a bag directory or a bare file of any of the storages, through one storage
 reader per file:
 
-- ``mcap``: MCAP files (``McapFile``), the default storage; its chunks read and checked by ``mcap_chunks``,
-  a missing or unreadable summary rebuilt by ``mcap_scan``, the format's framing in ``mcap_format``;
-- ``sqlite``: rosbag2 sqlite3 files (``.db3``), ``ros1``: ROS 1 bags (``.bag``), both on ``storage``;
+- ``mcap``: MCAP files (``McapFile``), the default storage; its chunks read and checked by ``mcap_chunks``
+  (the intact records of a chunk that fails its CRC kept by ``mcap_salvage``), a missing or unreadable
+  summary rebuilt by ``mcap_scan``, the format's framing in ``mcap_format``;
+- ``sqlite``: rosbag2 sqlite3 files (``.db3``; a damaged one read page by page by ``sqlite_pages``),
+  ``ros1``: ROS 1 bags (``.bag``), both on ``storage``;
 - ``records``: what every storage hands to the reader (``Piece``, ``Collected``) and the damage types
   (``BagError``, ``Damage``, ``BagRecovery``) -- it imports none of the storages;
 - ``columns`` / ``layout`` / ``decode``: numpy column dicts for offline replay (numpy views of fixed CDR
