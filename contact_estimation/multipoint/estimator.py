@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import lsq_linear
 
+from contact_dynamics_common.trust.checks import omitted_regressor
 from contact_dynamics_common.trust.covariance import combine, sandwich, spd
 from contact_dynamics_common.trust.verdict import judge
 from contact_estimation.geometry.contacts import ContactSet
@@ -139,6 +140,48 @@ def friction_columns(cs: ContactSet, formulation: str = 'force', moment_scale: f
     return np.concatenate(parts, axis=1)
 
 
+#: candidate terms of the model-mismatch test (``mismatch_columns``)
+MISMATCH_NAMES = ('delta^2 (stiffening)', 'delta*delta_dot (Hunt-Crossley damping)', 'delta_dot*t (damping in friction)')
+#: the omitted terms must carry more than this share of the wrench rms to refuse (effect size)
+MISMATCH_MIN_SHARE = 0.02
+
+
+def mismatch_columns(cs: ContactSet, n_instants: int, formulation: str = 'force',
+                     moment_scale: float = 0.1) -> np.ndarray:
+    """(T, m, 3) rows of three terms the KV + sliding model leaves out, per instant, shaped like ``regressor``:
+    Σ δ_i² n_i (a stiffening law, e.g. Hertz / Hunt–Crossley δ^p), Σ δ_i δ̇_i n_i (Hunt–Crossley damping
+    λ δ^p δ̇) and Σ δ̇_i t_i (damping inside the friction, Coulomb μ F_n); moment rows with l × (…)."""
+    T = int(n_instants)
+    d, dd = cs.delta[:, None], cs.delta_dot[:, None]
+    blocks = []
+    if formulation in ('force', 'force_moment'):
+        cols = np.stack([d * d * cs.n, d * dd * cs.n, dd * cs.t], axis=2)
+        a = np.zeros((T, 3, 3))
+        np.add.at(a, cs.k, cols)
+        blocks.append(a)
+    if formulation in ('moment', 'force_moment'):
+        ln, lt = np.cross(cs.lever, cs.n), np.cross(cs.lever, cs.t)
+        cols = np.stack([d * d * ln, d * dd * ln, dd * lt], axis=2) / moment_scale
+        a = np.zeros((T, 3, 3))
+        np.add.at(a, cs.k, cols)
+        blocks.append(a)
+    return np.concatenate(blocks, axis=1)
+
+
+def mismatch_check(A: np.ndarray, y: np.ndarray, Z: np.ndarray):
+    """``trust.checks.omitted_regressor`` of the ``mismatch_columns`` rows Z against the model rows A (HAC
+    Wald test, p < 1e-3 and more than MISMATCH_MIN_SHARE of the wrench): a failed Check names the terms
+    ("model mismatch suspected: omitted ... significant")."""
+    A = np.asarray(A, float).reshape(-1, 3)
+    y = np.asarray(y, float).reshape(-1)
+    Z = np.asarray(Z, float).reshape(-1, 3)
+    live = np.any(Z != 0, axis=0)
+    if not live.any() or len(y) < 24:
+        return None
+    names = tuple(n for n, on in zip(MISMATCH_NAMES, live) if on)
+    return omitted_regressor(A, y, Z[:, live], names, alpha=1e-3, min_share=MISMATCH_MIN_SHARE)
+
+
 def measurement(force, moment, formulation: str = 'force', moment_scale: float = 0.1) -> np.ndarray:
     """(T, m) measured rows matching ``regressor``: F_R (N) and/or M_R / L_ref (N)."""
     parts = []
@@ -205,7 +248,7 @@ def _excitation(G: np.ndarray) -> np.ndarray:
 
 def global_fit(A: np.ndarray, y: np.ndarray, *, bounded: bool = True, thresholds: Thresholds | None = None,
                formulation: str = 'force', samples_used: int | None = None, sandwich: bool = True,
-               cov_terms: dict | None = None) -> MultiPointEstimate:
+               cov_terms: dict | None = None, checks=()) -> MultiPointEstimate:
     """Global bounded least squares over stacked rows A (R, 3) θ = y (R,), θ = [k, b, μk]; with ``sandwich``
     its covariance holds the residual HAC sandwich (``residual_sandwich``) and ``cov_terms``."""
     A = np.asarray(A, float).reshape(-1, 3)
@@ -216,10 +259,10 @@ def global_fit(A: np.ndarray, y: np.ndarray, *, bounded: bool = True, thresholds
     common = dict(bounded=bounded, thresholds=thresholds, formulation=formulation, samples_used=samples_used,
                   rss=lambda th: float(np.sum((y - A @ th) ** 2)))
     first = global_fit_gram(*stats, **common)
-    if not sandwich and not cov_terms:
+    if not sandwich and not cov_terms and not checks:
         return first
     hac = residual_sandwich(A, y, first) if sandwich else None
-    return global_fit_gram(*stats, residual_cov=hac, cov_terms=cov_terms, **common)
+    return global_fit_gram(*stats, residual_cov=hac, cov_terms=cov_terms, checks=checks, **common)
 
 
 def residual_sandwich(A: np.ndarray, y: np.ndarray, fit: MultiPointEstimate) -> np.ndarray | None:
@@ -288,7 +331,7 @@ def alternative_terms(theta: np.ndarray, alternatives: dict, formulation: str = 
 def global_fit_gram(G: np.ndarray, g: np.ndarray, yy: float, rows: int, *, bounded: bool = True,
                     thresholds: Thresholds | None = None, formulation: str = 'force',
                     samples_used: int | None = None, rss=None, residual_cov: np.ndarray | None = None,
-                    cov_terms: dict | None = None) -> MultiPointEstimate:
+                    cov_terms: dict | None = None, checks=()) -> MultiPointEstimate:
     """The global fit from the sufficient statistics G = AᵀA, g = Aᵀy, yy = yᵀy of ``rows`` rows (constant cost
     per update however long the record): columns scaled by their RMS, min ||R z − t|| with RᵀR = G_s, z ≥ 0
     (the same minimiser as over the rows). ``rss(θ)``, when the rows are at hand, gives the residual sum of
@@ -370,7 +413,7 @@ def global_fit_gram(G: np.ndarray, g: np.ndarray, yy: float, rows: int, *, bound
     # the shared verdict (trust.verdict): every parameter must stand out of its honest σ by ``significance``;
     # identified flags = excited AND |value| >= 2 σ (a flag never says yes while σ > |value|)
     verdict = judge(NAMES, np.array([k, b, mu]), cov, flags=excited, required=NAMES, positive=(), z=th.significance,
-                    prior_valid=not reasons, prior_reason='; '.join(reasons) or 'ok')
+                    checks=checks, prior_valid=not reasons, prior_reason='; '.join(reasons) or 'ok')
     identifiable = np.array(verdict.identified, bool)
     if not np.all(np.isfinite(cov)):
         cov = np.where(np.isfinite(cov), cov, 0.0)
@@ -433,5 +476,6 @@ def estimate(cs: ContactSet, force, moment=None, *, formulation: str = 'force', 
         alts['slip'] = (slip_alternative(A, row[sl], np.linalg.norm(cs.v_t[sl], axis=1),
                                          np.linalg.norm(cs.lever[sl], axis=1),
                                          friction_columns(cs, formulation, moment_scale)[sl], *twist_noise), yu)
+    check = mismatch_check(A, yu, mismatch_columns(cs, T, formulation, moment_scale)[use])
     return global_fit(A.reshape(-1, 3), yu.reshape(-1), cov_terms=alternative_terms(first.theta, alts, formulation),
-                      **common)
+                      checks=(check,), **common)

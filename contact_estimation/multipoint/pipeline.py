@@ -41,11 +41,11 @@ from contact_estimation.geometry.contacts import ContactKinematics, ContactSet
 from contact_estimation.geometry.rotations import quat_multiply, quat_to_matrix, twist_from_poses
 
 from .estimator import (MultiPointEstimate, Thresholds, alternative_terms, friction_columns, global_fit_gram, gram,
-                        measurement, pulling_alternative, regressor, residual_sandwich, robust_noise,
-                        slip_alternative)
+                        measurement, mismatch_check, mismatch_columns, pulling_alternative, regressor,
+                        residual_sandwich, robust_noise, slip_alternative)
 
 _POSE_COLS = ('_p_t', '_p_x', '_p_q', '_p_v', '_p_w', '_p_v2', '_p_w2', '_p_known', '_p_start', '_p_noise_done')
-_ROW_COLS = ('_rows_t', '_rows_id', '_rows_A', '_rows_y', '_rows_A_bw', '_rows_A_in', '_rows_y_in')
+_ROW_COLS = ('_rows_t', '_rows_id', '_rows_A', '_rows_y', '_rows_A_bw', '_rows_A_in', '_rows_y_in', '_rows_Z')
 _CONTACT_COLS = ('_c_id', '_c_speed', '_c_lever', '_c_fcol', '_n_id', '_n_delta', '_n_ddot')
 #: a pose step longer than this many times the median of the five before it is a hole
 HOLE_PERIODS = 4.0
@@ -131,6 +131,7 @@ class MultiPointPipeline:
         self._rows_A_bw = np.zeros((0, self.rows_per_instant, 3))     # rows with the other twist bandwidth
         self._rows_A_in = np.zeros((0, self.rows_per_instant, 3))     # rows with linearly interpolated poses
         self._rows_y_in = np.zeros((0, self.rows_per_instant))
+        self._rows_Z = np.zeros((0, self.rows_per_instant, 3))      # the model-mismatch test's candidate terms
         self._stats = [np.zeros((3, 3)), np.zeros(3), 0.0, 0]        # AᵀA, Aᵀy, yᵀy, rows of the window
         self.latest: Latest | None = None
         self.estimate: MultiPointEstimate | None = None
@@ -429,6 +430,7 @@ class MultiPointPipeline:
         self._rows_A_bw = np.concatenate([self._rows_A_bw, A_bw[contact]])
         self._rows_A_in = np.concatenate([self._rows_A_in, A_in[contact]])
         self._rows_y_in = np.concatenate([self._rows_y_in, y_in[contact]])
+        self._rows_Z = np.concatenate([self._rows_Z, mismatch_columns(cs, n, form, ms)[contact]])
         self._accumulate(A[contact], y[contact])
         self.latest = Latest(int(t[-1]), cs.at(n - 1))
         self.newest_ns = int(t[-1])
@@ -468,7 +470,9 @@ class MultiPointPipeline:
                       samples_used=len(self._rows_t))
         first = global_fit_gram(*self._stats, rss=rss, **common)
         hac, terms = self._sigma_terms(first, A, y)
-        self.estimate = global_fit_gram(*self._stats, rss=rss, residual_cov=hac, cov_terms=terms, **common)
+        check = mismatch_check(A, y, self._rows_Z) if first.rank == 3 else None
+        self.estimate = global_fit_gram(*self._stats, rss=rss, residual_cov=hac, cov_terms=terms, checks=(check,),
+                                        **common)
         for name, C in (('hac', hac), *terms.items()):
             if C is not None:
                 sd = np.sqrt(np.maximum(np.diag(C), 0.0))
