@@ -201,16 +201,16 @@ class Db3File(SummaryFile):
         last_ns = int(idx.timestamp[first_gap - 1]) if first_gap else None
         where = (f'the sqlite3 file ends at byte {self.size} of {self._expected_size}' if cut else
                  f'sqlite3 file damaged ({damaged})')
-        detail = (f'{where}; {n} rows read page by page from {idx.leaf_pages} intact pages of '
-                  f'{idx.pages}; {missing} of ids 1..{top} missing (on lost pages)' if n else
-                  f'{where}; no message row on its {idx.pages} intact pages')
+        detail = (f'{where}; {n} rows read page by page from {idx.leaf_pages} leaf pages of the '
+                  f'{idx.pages} left; {missing} of ids 1..{top} missing (on lost pages)' if n else
+                  f'{where}; no message row on the {idx.pages} pages left')
         if idx.rejected:
-            detail += f'; {idx.rejected} damaged rows left out'
+            detail += f'; {idx.rejected} cells of those pages cut or inconsistent'
         if cut:
             detail += f'; rows after id {top} unknown'
         offset = self.size if cut else 0
         self.damage[offset] = Damage(self.path.name, offset, 'truncated' if cut else 'corrupt', detail,
-                                     lost_messages=missing + idx.rejected, last_good_ns=last_ns)
+                                     lost_messages=missing, last_good_ns=last_ns)
         out = []
         if n:
             group = idx.rowid // BATCH

@@ -16,9 +16,11 @@ file format (https://sqlite.org/fileformat2.html) lets every table leaf page be 
   1, 2, 3, 4, 6, 8 bytes, 8 / 9 the integers 0 / 1, even n >= 12 a blob of (n - 12) / 2 bytes), values.
 
 A row of rosbag2's ``messages`` table is (id: NULL, the rowid alias; topic_id: integer; timestamp: integer;
-data: blob). A row is used only when its leaf page and every overflow page it needs lie whole within the
-file, its cell lies inside its page, its record has exactly that shape and adds up to N bytes, its topic id
-is one of the ``topics`` table, and no other page holds the same rowid (both copies are then left out).
+data: blob). A row is used only when its cell (and the part of every overflow page it needs) lies within the
+file -- a leaf page cut by the end of the file keeps the cells before the cut, its most recent ones --, its
+cell lies inside its page after the cell pointers, its record has exactly that shape and adds up to N bytes,
+its topic id is one of the ``topics`` table, and no other page holds the same rowid (both copies are then
+left out).
 Pages on the freelist are not read. The payloads are not copied: ``RowIndex`` keeps where each one lies in the
 file (rows spilling into overflow pages keep their assembled bytes).
 """
@@ -59,7 +61,8 @@ def _int(buf: Any, pos: int, serial: int) -> int:
 @dataclass
 class RowIndex:
     """The rows found, sorted by rowid: payload of row i is file[start[i]:start[i] + size[i]], or
-    ``spilled[rowid]`` when it continued on overflow pages (start = -1). ``pages``: whole pages in the file;
+    ``spilled[rowid]`` when it continued on overflow pages (start = -1). ``pages``: pages in the file (the
+    last one possibly cut);
     ``leaf_pages``: leaf pages that gave at least one row; ``rejected``: the other cells of those pages (cut,
     inconsistent, unknown topic) and rows whose rowid two pages hold."""
 
@@ -103,7 +106,7 @@ def _freelist(buf: Any, page_size: int, whole: int) -> set[int]:
     that is not whole in the file or was met before."""
     out: set[int] = set()
     trunk = struct.unpack_from('>I', buf, 32)[0]
-    while 1 <= trunk <= whole and trunk not in out:
+    while 1 <= trunk <= whole and trunk not in out and trunk * page_size <= len(buf):
         out.add(trunk)
         base = (trunk - 1) * page_size
         nxt, count = struct.unpack_from('>II', buf, base)
@@ -126,27 +129,27 @@ def scan_message_pages(path: Path, topic_ids: set[int]) -> RowIndex:
     if page_size < 512 or page_size & (page_size - 1):
         return empty
     usable = page_size - buf[20]
-    whole = size // page_size
-    free = _freelist(buf, page_size, whole)
+    npages = -(-size // page_size)                        # pages with at least one byte in the file
+    free = _freelist(buf, page_size, npages)
     max_local = usable - 35
     min_local = (usable - 12) * 32 // 255 - 23
     rows: list[tuple[int, int, int, int, int]] = []       # rowid, topic id, timestamp, start, size
     spilled: dict[int, bytes] = {}
     leaf_pages = rejected = 0
-    for page in range(1, whole + 1):
+    for page in range(1, npages + 1):
         if page in free:
             continue
         base = (page - 1) * page_size
         head = base + (100 if page == 1 else 0)
-        if buf[head] != _LEAF_TABLE:
+        if head + 8 > size or buf[head] != _LEAF_TABLE:
             continue
         ncell = struct.unpack_from('>H', buf, head + 3)[0]
         pointers = head + 8
-        if ncell == 0 or pointers + 2 * ncell > base + usable:
+        if ncell == 0 or pointers + 2 * ncell > min(base + usable, size):
             continue
         found = bad = 0
         for (cell,) in struct.iter_unpack('>H', buf[pointers:pointers + 2 * ncell]):
-            row = _cell(buf, base, cell, pointers + 2 * ncell - base, usable, page_size, whole,
+            row = _cell(buf, base, cell, pointers + 2 * ncell - base, usable, page_size, npages,
                         max_local, min_local, topic_ids)
             if row is None:
                 bad += 1
@@ -160,7 +163,7 @@ def scan_message_pages(path: Path, topic_ids: set[int]) -> RowIndex:
             leaf_pages += 1
             rejected += bad
     if not rows:
-        return RowIndex(path, *(np.empty(0, np.int64) for _ in range(5)), pages=whole, rejected=rejected)
+        return RowIndex(path, *(np.empty(0, np.int64) for _ in range(5)), pages=npages, rejected=rejected)
     arr = np.array(rows, dtype=np.int64)
     arr = arr[np.argsort(arr[:, 0], kind='stable')]
     dup = np.zeros(len(arr), bool)
@@ -173,7 +176,7 @@ def scan_message_pages(path: Path, topic_ids: set[int]) -> RowIndex:
             spilled.pop(r, None)
         arr = arr[~dup]
     return RowIndex(path, arr[:, 0].copy(), arr[:, 1].copy(), arr[:, 2].copy(), arr[:, 3].copy(),
-                    arr[:, 4].copy(), spilled, pages=whole, leaf_pages=leaf_pages, rejected=rejected)
+                    arr[:, 4].copy(), spilled, pages=npages, leaf_pages=leaf_pages, rejected=rejected)
 
 
 def _cell(buf: bytes, base: int, cell: int, content_min: int, usable: int, page_size: int, whole: int,
@@ -184,7 +187,7 @@ def _cell(buf: bytes, base: int, cell: int, content_min: int, usable: int, page_
     if not content_min <= cell < usable - 4:
         return None
     pos = base + cell
-    end_page = base + usable
+    end_page = min(base + usable, len(buf))             # a page cut by the end of the file: up to the cut
     try:
         total, pos = _varint(buf, pos)
         rowid, pos = _varint(buf, pos)
@@ -212,6 +215,8 @@ def _cell(buf: bytes, base: int, cell: int, content_min: int, usable: int, page_
             seen.add(nxt)
             o = (nxt - 1) * page_size
             take = min(need, usable - 4)
+            if o + 4 + take > len(buf):
+                return None                             # the part it needs is cut
             parts.append(buf[o + 4:o + 4 + take])
             need -= take
             nxt = struct.unpack_from('>I', buf, o)[0]
