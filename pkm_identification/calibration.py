@@ -144,8 +144,8 @@ def draw_plant(rng: np.random.Generator, kind: str = 'multisine', *, duration: f
 
 # ---------------------------------------------------------------------------------------------------- families
 def _params(theta0, **over) -> dict:
-    from contact_dynamics_common.params import load_params_file, validate_all
-    from contact_dynamics_common.cli import config_dir
+    from contact_dynamics_common.paths import config_dir
+    from contact_dynamics_common.ros.params import load_params_file, validate_all
     from .config import NODE_NAME, PARAMS
     raw = load_params_file(str(config_dir() / 'pkm_identifier.yaml'), NODE_NAME)
     raw = {k: v for k, v in raw.items() if k != 'use_sim_time'}

@@ -31,13 +31,13 @@ import numpy as np
 from scipy.stats import t as student_t
 
 from contact_dynamics_common import trust
-from contact_dynamics_common.params import ConfigError
+from contact_dynamics_common.ros.params import ConfigError
 from contact_dynamics_common.signal.conditioning import (cutoff_for_width, kernel_filter, kernel_half,
                                                          local_polynomial_weights, width_for_cutoff)
+from contact_dynamics_common.signal.ringbuffer import RingBuffer
+from contact_dynamics_common.signal.stamps import StampGate
 from contact_dynamics_common.trust.covariance import combine
 from contact_dynamics_common.trust.verdict import judge
-from contact_dynamics_common.ringbuffer import RingBuffer
-from contact_dynamics_common.stamps import StampGate
 
 from . import dynamics as D
 from . import eiv
@@ -477,11 +477,11 @@ class PkmPipeline:
         rhs = c[e] + self.theta0[e] / self.P0[e] - A[np.ix_(e, fixed)] @ tf
         return np.linalg.solve(np.diag(1.0 / self.P0[e]) + A[np.ix_(e, e)], rhs)
 
-    def _friction_check(self, theta: np.ndarray, free: np.ndarray):
+    def _friction_check(self, theta: np.ndarray, free: np.ndarray, sigma: np.ndarray):
         """Omitted-regressor (Wald) test of unmodelled strut friction when it is not estimated: the 12 friction
         columns are appended to the free parameters in the block moments; their coefficients' Wald statistic
         with the HAC covariance from B blocks, as Hotelling's T^2 against F(12, B - 12) (alpha 1e-3), and only
-        when the friction would move a free parameter by more than its own sigma."""
+        when the friction would move a free parameter by more than its published (honest) sigma ``sigma``."""
         if self.friction:
             return None
         e = np.flatnonzero(free)
@@ -512,7 +512,7 @@ class PkmPipeline:
             return None
         from scipy.stats import f as f_dist           # Hotelling: the HAC covariance comes from only B blocks
         pv = float(f_dist.sf(wald * (B - 12) / (12.0 * (B - 1)), 12, B - 12)) if B > 13 else 1.0
-        shift = np.abs(sol[:len(e)] - theta[e]) / np.sqrt(np.maximum(np.diag(C)[:len(e)], 1e-300))
+        shift = np.abs(sol[:len(e)] - theta[e]) / np.maximum(sigma[e], 1e-300)
         if pv < 1e-3 and shift.max() > 1.0:
             j = e[int(np.argmax(shift))]
             return trust.Check(False, f'{trust.MISMATCH}: unmodelled strut friction (omitted-regressor test '
@@ -581,8 +581,8 @@ class PkmPipeline:
                 warnings.append(f'measurement_std does not match the residuals ({c.reason}); the published sigma '
                                 'is residual-based')
         tested = free if free.any() else own_exc
-        fric = self._friction_check(np.where(free, theta, theta_f), tested) if tested.any() and not ambiguous \
-            else None
+        fric = (self._friction_check(np.where(free, theta, theta_f), tested, std) if tested.any() and not ambiguous
+                else None)
         checks = [fric]
         if any(judged) and len(self.history) >= 8:
             hist = np.array(self.history)

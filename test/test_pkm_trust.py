@@ -9,7 +9,7 @@ import pytest
 
 from contact_dynamics_common.bag import BagWriter
 from contact_dynamics_common.cli import run_bag
-from contact_dynamics_common.params import load_params_file, validate_all
+from contact_dynamics_common.ros.params import load_params_file, validate_all
 from contact_dynamics_common.trust.calibration import CONFIDENT_WRONG_GOAL, Report, run_family
 from pkm_identification import calibration as CB
 from pkm_identification import dynamics as D
