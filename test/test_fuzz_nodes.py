@@ -69,6 +69,8 @@ class Case:
     overrides: dict
     inputs: list[Input]
     stream: Callable[[], list]                      # [(topic, msg)] of the good stream in publication order
+    #: the output documents NaN for "not identified" (ImpedanceProfile.msg: never a guess); inf is never allowed
+    nan_documented: bool = False
 
 
 def _stamp_ns(msg) -> int:
@@ -159,7 +161,7 @@ def _single_point_stream():
     out = []
     for i in range(len(m['t'])):
         w = WrenchStamped()
-        set_stamp(w.header, T0 + int(m['stamp_ns'][i]))
+        set_stamp(w.header, int(m['stamp_ns'][i]))
         w.header.frame_id = sim.wrench_frame
         w.wrench.force.x, w.wrench.force.y, w.wrench.force.z = (float(v) for v in m['force_meas'][i])
         j = JointState()
@@ -173,9 +175,9 @@ def _single_point_stream():
 
 def _impedance_stream():
     from contact_estimation.impedance import scenarios as sc
-    rec = sc.simulate('S2', duration=0.4, seed=5)
+    rec = sc.simulate('S2', duration=2.6, rate=1000.0, seed=5)
     out = []
-    for i in range(len(rec.t)):
+    for i in range(1600, len(rec.t)):                     # the last second (1000 samples), after the fade-in
         m = JointState()
         set_stamp(m.header, T0 + int(round(rec.t[i] * 1e9)))
         m.name = ['slider']
@@ -239,7 +241,7 @@ CASES = {
         ImpedanceProfile, {'joint_name': 'slider', 'force_source': 'effort', 'min_samples': 100}, [
             Input('/joint_states', JointState, 'impedance_profiler: input joint_states',
                   _joint_classes('slider', None, 'position'))],
-        _impedance_stream),
+        _impedance_stream, nan_documented=True),
     'multipoint_contact_estimator': Case(
         'multipoint_contact_estimator', 'contact_estimation.multipoint.node', '/multipoint_contact_estimator/estimate',
         MultiPointContactEstimate, {}, [
@@ -332,8 +334,18 @@ def _compare(live, off, path=''):
             _compare(a, b, f'{path}[{i}]')
     elif isinstance(live, float) or isinstance(off, float):
         assert live == pytest.approx(off, rel=1e-6, abs=1e-12, nan_ok=True), (path, live, off)
+    elif isinstance(live, str) and _number(live) is not None and _number(off) is not None:
+        # a figure sent as text (extras): round-off residues (1e-14) of sums taken in another order agree
+        assert _number(live) == pytest.approx(_number(off), rel=1e-6, abs=1e-9, nan_ok=True), (path, live, off)
     else:
         assert live == off, (path, live, off)
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 def _covariances(d: dict):
@@ -449,9 +461,11 @@ def test_bad_input_is_counted_and_loses_no_good_data(name, tmp_path, monkeypatch
     assert outputs, f'{case.node} published nothing'
     for msg in outputs:
         d = _as_dict(msg)
-        bad = [p for p, x in _floats(d) if not math.isfinite(x)]
+        bad = [p for p, x in _floats(d) if not math.isfinite(x) and not (case.nan_documented and math.isnan(x))]
         assert not bad, (case.node, bad[:5])
         for key, c in _covariances(d):
+            if case.nan_documented and np.isnan(c).any():
+                continue                        # a bin the data do not identify: NaN, as documented
             _spd(key, c)
     result, _, _ = run_bag(str(_good_bag(case, events, tmp_path / 'good')), str(params), progress=False)
     offline = result.outputs[case.output][-1][1]
