@@ -1,0 +1,283 @@
+"""A short simulated bag per node, played over DDS into a running node (or launch file), its outputs compared with
+run-bag at the same data stamps. Used by test/test_launch_real.py, test/test_colcon_install.py and the CI colcon
+job (``python test/live_bags.py --exe-dir install/lib/contact_dynamics --config-dir ...``).
+
+Nothing here is mocked: the node is a separate process started as a robot would start it (console script,
+``install/lib/contact_dynamics/<exe>`` or ``ros2 launch``), the bag is published by the project's player
+(``contact_dynamics_common.ros.play``, like ``ros2 bag play --clock``) and the outputs are received by a
+subscriber in this process.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+@dataclass(frozen=True)
+class Case:
+    """One node: the simulator that writes its bag, the bag's input topics, its params file and launch file."""
+    exe: str
+    simulate: tuple[str, ...]
+    config: str
+    launch: str
+    launch_args: tuple[str, ...] = ()          # remaps that put the inputs on the bag's absolute topics
+    ignore: tuple[str, ...] = ()               # output fields that are not a function of the data alone
+
+
+CASES = {
+    'contact_estimator': Case('contact_estimator', ('contact-1dof', '--duration', '3'), 'contact_estimator.yaml',
+                              'contact_estimation.launch.py',
+                              ('wrench_topic:=/wrench', 'joint_states_topic:=/joint_states', 'pose_topic:=/pose')),
+    'impedance_profiler': Case('impedance_profiler', ('impedance-plant', '--duration', '3'),
+                               'impedance_profiler.yaml', 'impedance_profiler.launch.py',
+                               ('joint_states_topic:=/joint_states', 'wrench_topic:=/wrench')),
+    'multipoint_contact_estimator': Case('multipoint_contact_estimator', ('multipoint', 'M2'),
+                                         'multipoint_contact_estimator.yaml', 'multipoint_contact_estimation.launch.py',
+                                         ('wrench_topic:=/payload/wrench', 'odom_topic:=/payload/odom',
+                                          'pose_topic:=/payload/pose')),
+    'pkm_identifier': Case('pkm_identifier', ('pkm', '--duration', '3', '--trajectory', 'multisine'),
+                           'pkm_identifier.yaml', 'pkm_identification.launch.py',
+                           ('joint_states_topic:=/joint_states',)),
+    # time_to_contact: measured 0.04 s shorter live than run-bag at the same data stamp (the distance driven since
+    # the hypothesis arrived is counted from its arrival on the node's clock); reported, not compared here
+    'impact_indicator': Case('impact_indicator', ('rover-approach', '--duration', '3'), 'impact_indicator.yaml',
+                             'rover_contact.launch.py', ('posture_evaluator:=false',), ('time_to_contact',)),
+    'posture_evaluator': Case('posture_evaluator', ('rover-approach', '--duration', '3'), 'posture_evaluator.yaml',
+                              'rover_contact.launch.py', ('impact_indicator:=false',)),
+}
+
+
+def simulate(case: Case, out: Path) -> Path:
+    """Write the case's simulated bag (once) and return its path."""
+    if not out.exists():
+        from contact_dynamics_common.cli import main
+        name, *opts = case.simulate
+        with open(os.devnull, 'w') as null:
+            stdout, sys.stdout = sys.stdout, null
+            try:
+                code = main(['simulate', name, '--out', str(out), *opts])
+            finally:
+                sys.stdout = stdout
+        assert code in (0, None), f'simulate {case.simulate} exited {code}'
+    return out
+
+
+def offline(bag: Path, config: str | Path):
+    """run-bag's outputs: {topic: {(sec, nanosec): fields}} and {topic: type name}."""
+    from contact_dynamics_common.cli import run_bag
+    result, _, _ = run_bag(str(bag), str(config), None, progress=False)
+    outs = {}
+    for topic, items in result.outputs.items():
+        by_stamp = {}
+        for _, f in items:
+            header = f.get('header')
+            if header is not None:
+                by_stamp[(header['stamp']['sec'], header['stamp']['nanosec'])] = f
+        outs[topic] = by_stamp
+    return outs, dict(result.types)
+
+
+def input_topics(bag: Path) -> list[str]:
+    from contact_dynamics_common.bag import BagReader
+    return sorted(t for t in BagReader(str(bag)).topics if t != '/clock')
+
+
+#: live vs run-bag: the same arithmetic on the same samples, but run-bag's batched paths sum in another order
+#: (measured: up to 1.3e-9 relative on pkm_identifier, 3e-9 on impedance_profiler's covariances; residual
+#: figures at the float floor, ~1e-14, differ in full)
+REL_TOL, ABS_TOL = 1e-6, 1e-9
+
+
+def compare(live_fields: dict, off_fields: dict, path: str = '', ignore: tuple[str, ...] = ()) -> list[str]:
+    """Differences between a live message (as a dict) and run-bag's fields (numbers to REL_TOL / ABS_TOL);
+    fields named in ``ignore`` are skipped."""
+    diffs = []
+    if isinstance(off_fields, dict):
+        for key, value in off_fields.items():
+            if key not in live_fields or key in ignore:
+                continue
+            diffs += compare(live_fields[key], value, f'{path}.{key}', ignore)
+        return diffs
+    if isinstance(off_fields, (list, tuple)) and not isinstance(off_fields, (str, bytes)):
+        live = list(live_fields)
+        if len(live) != len(off_fields):
+            return [f'{path}: length {len(live)} live vs {len(off_fields)} run-bag']
+        for i, (a, b) in enumerate(zip(live, off_fields)):
+            diffs += compare(a, b, f'{path}[{i}]', ignore)
+        return diffs
+    a, b = live_fields, off_fields
+    if isinstance(a, str) and isinstance(b, str) and a != b:
+        try:                       # numbers formatted as text (e.g. extras' values)
+            a, b = float(a), float(b)
+        except ValueError:
+            pass
+    if hasattr(b, 'item'):
+        b = b.item()
+    if hasattr(a, 'item'):
+        a = a.item()
+    if isinstance(b, float) or isinstance(a, float):
+        a, b = float(a), float(b)
+        if math.isnan(a) and math.isnan(b):
+            return []
+        if not math.isclose(a, b, rel_tol=REL_TOL, abs_tol=ABS_TOL):
+            return [f'{path}: {a!r} live vs {b!r} run-bag']
+        return []
+    if isinstance(b, bytes) and isinstance(a, (list, tuple)):
+        a = bytes(a)
+    if a != b:
+        return [f'{path}: {a!r} live vs {b!r} run-bag']
+    return []
+
+
+def to_dict(msg) -> dict:
+    from rosidl_runtime_py.convert import message_to_ordereddict
+    return _plain(message_to_ordereddict(msg))
+
+
+def _plain(x):
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    return x
+
+
+@dataclass
+class LiveRun:
+    outputs: dict          # topic -> [message dicts]
+    log: str
+    returncode: int | None
+
+
+def run_live(cmd: list[str], bag: Path, topics: dict[str, str], env: dict, *, start_timeout: float = 60.0,
+             settle: float = 1.5, tail: float = 3.0) -> LiveRun:
+    """Start ``cmd``, wait until it subscribes to every input of the bag, play the bag (with /clock) and
+    collect every message of ``topics`` ({topic: type name}) until ``tail`` wall seconds after the end."""
+    import rclpy
+    from rclpy.node import Node
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    from contact_dynamics_common.ros.play import message_class, play
+    from ros_harness import stop
+
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            cwd=env.get('LIVE_CWD', str(ROOT)), start_new_session=True)
+    if not rclpy.ok():
+        rclpy.init()
+    node = Node('live_bags_listener')
+    got: dict[str, list] = {t: [] for t in topics}
+    qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+    for topic, type_name in topics.items():
+        node.create_subscription(message_class(type_name), topic, lambda m, t=topic: got[t].append(to_dict(m)), qos)
+    from rclpy.executors import SingleThreadedExecutor
+    ex = SingleThreadedExecutor()
+    ex.add_node(node)
+    import threading
+    stop_spin = threading.Event()
+
+    def spin():
+        while not stop_spin.is_set():
+            ex.spin_once(timeout_sec=0.05)
+    spinner = threading.Thread(target=spin, daemon=True)
+    spinner.start()
+    try:
+        inputs = input_topics(bag)
+        deadline = time.monotonic() + start_timeout
+        while time.monotonic() < deadline and proc.poll() is None:
+            if any(node.count_subscribers(t) > 0 for t in inputs):
+                break
+            time.sleep(0.2)
+        if proc.poll() is None:
+            time.sleep(settle)          # a node subscribes to all its inputs in one configure
+            subscribed = [t for t in inputs if node.count_subscribers(t) > 0]
+            if subscribed:
+                play(bag, wait_for_subscribers=20.0, progress=False, topics=subscribed)
+            end = time.monotonic() + tail
+            while time.monotonic() < end and proc.poll() is None:
+                time.sleep(0.1)
+    finally:
+        stop_spin.set()
+        spinner.join(timeout=5)
+        ex.shutdown()
+        node.destroy_node()
+        log = _stop_group(proc)
+    return LiveRun(got, log, proc.returncode)
+
+
+def _stop_group(proc: subprocess.Popen, timeout: float = 10.0) -> str:
+    """SIGINT to the process group this helper started (launch and its nodes), then SIGKILL; the output."""
+    import signal
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGINT)
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        except ProcessLookupError:
+            pass
+    return proc.stdout.read() if proc.stdout else ''
+
+
+def matched(live: dict, off: dict, ignore: tuple[str, ...] = ()) -> tuple[int, list[str]]:
+    """Live messages at run-bag's data stamps, and their differences (per topic)."""
+    n, diffs = 0, []
+    for topic, by_stamp in off.items():
+        for m in live.get(topic, []):
+            st = m.get('header', {}).get('stamp')
+            if st is None:
+                continue
+            f = by_stamp.get((st['sec'], st['nanosec']))
+            if f is None:
+                continue
+            n += 1
+            diffs += [f'{topic} @ {st["sec"]}.{st["nanosec"]:09d}: {d}' for d in compare(m, f, ignore=ignore)]
+    return n, diffs
+
+
+def main(argv=None) -> int:
+    """The CI colcon job's check: each executable of --exe-dir, started with its params file from --config-dir
+    under use_sim_time, publishes its outputs when a short simulated bag is played into it."""
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument('--exe-dir', required=True)
+    ap.add_argument('--config-dir', required=True)
+    ap.add_argument('--work', required=True)
+    ap.add_argument('--only', nargs='*')
+    args = ap.parse_args(argv)
+    sys.path.insert(0, str(ROOT / 'test'))
+    from contact_dynamics_common.ros.env import isolated_ros_env
+    env = isolated_ros_env()
+    failed = []
+    for name, case in CASES.items():
+        if args.only and name not in args.only:
+            continue
+        t0 = time.monotonic()
+        bag = simulate(case, Path(args.work) / f'bag_{case.simulate[0]}')
+        config = Path(args.config_dir) / case.config
+        off, types = offline(bag, config)
+        cmd = [str(Path(args.exe_dir) / name), '--ros-args', '--params-file', str(config),
+               '-p', 'use_sim_time:=true']
+        run = run_live(cmd, bag, {t: types[t] for t in off}, env)
+        n, diffs = matched(run.outputs, off, case.ignore)
+        published = sum(len(v) for v in run.outputs.values())
+        ok = published > 0 and n > 0 and not diffs and 'Traceback' not in run.log
+        print(f"{'ok  ' if ok else 'FAIL'} {name}: {published} messages on {len(run.outputs)} topics, {n} at "
+              f"run-bag's data stamps, {len(diffs)} differences ({time.monotonic() - t0:.1f} s)", flush=True)
+        if not ok:
+            failed.append(name)
+            print('\n'.join(diffs[:5]) + '\n' + run.log[-3000:])
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
