@@ -114,3 +114,76 @@ def test_decisions_and_counts_do_not_depend_on_batching():
     assert c.zero_stamp == (kinds == 0).sum() and c.nonfinite == (kinds == 4).sum()
     assert _total(whole) == len(stamps)
     assert set(DROP_CAUSES) <= set(c.as_dict())
+
+
+# ---------------------------------------------------------------- through the pipelines (issue 16's figures)
+def _insert(stamps, rows, at, stamp):
+    """A copy of the stream with one sample stamped ``stamp`` (values of sample ``at``) inserted after ``at``."""
+    return np.insert(stamps, at + 1, stamp), np.insert(rows, at + 1, rows[at], axis=0)
+
+
+@pytest.mark.parametrize('kind', ['future', 'past'])
+def test_one_stray_stamp_keeps_the_gls_window_of_the_single_point_pipeline(kind):
+    """Issue 16 item 1: one message stamped years in the future (or 1.5 s in the past) reset the pipeline and
+    the gls window fell from 9990 to 4976 samples; now every estimate equals the clean stream's."""
+    from contact_dynamics_common.params import validate_all
+    from contact_estimation.single_point.config import PARAMS
+    from contact_estimation.single_point.pipeline import ContactPipeline
+    from contact_estimation.single_point.simulate import KelvinVoigt1Dof
+    m = KelvinVoigt1Dof(duration=10.0, rate=1000.0, seed=4).measurements()
+    st, f, q = m['stamp_ns'], m['force_meas'], m['q'][:, None]
+
+    def run(ws, wf, js, jq):
+        pl = ContactPipeline(validate_all(PARAMS, {'joint_name': 'slider', 'algorithms': ['rls', 'gls']}))
+        for a in range(0, len(ws), 500):
+            pl.push_wrench_columns(ws[a:a + 500], wf[a:a + 500])
+            pl.push_joint_columns(js[a:a + 500], ['slider'], jq[a:a + 500])
+            out = pl.step()
+        return pl, {e.algorithm: e for e in out}
+
+    at = len(st) // 2
+    bad = st[at] + (10 * 365 * 86400 * S if kind == 'future' else -int(1.5 * S))
+    clean_pl, clean = run(st, f, st, q)
+    ws, wf = _insert(st, f, at, bad)
+    js, jq = _insert(st, q, at + 7, bad)
+    pl, dirty = run(ws, wf, js, jq)
+    assert clean['gls'].samples_used > 9000
+    for name, e in clean.items():
+        assert dirty[name].samples_used == e.samples_used, name
+        np.testing.assert_allclose(dirty[name].values, e.values, rtol=1e-12)
+    c = pl.status()
+    assert (c['wrench.stamp_outlier'], c['displacement.stamp_outlier'], c.get('resets_time_jump', 0)) == (1, 1, 0)
+    led = pl.ledger()
+    assert all(v['dropped']['stamp_outlier'] == 1 for v in led.values())
+
+
+@pytest.mark.parametrize('kind', ['future', 'past'])
+def test_one_stray_stamp_keeps_the_pkm_identification(kind):
+    """Issue 16 item 1 for pkm_identifier (3998 -> 1997 samples used before)."""
+    from contact_dynamics_common.params import load_params_file, validate_all
+    from pkm_identification.config import PARAMS
+    from pkm_identification.pipeline import PkmPipeline
+    from pkm_identification.simulate import make_record
+    from ros_harness import ROOT
+    _, rec = make_record('uf_like', 'multisine', 2.0)
+    stamps = T0 + np.round(rec.t * 1e9).astype(np.int64)
+    rows = np.hstack([rec.L, rec.Ld, rec.F])
+    names = [f'strut_{i}' for i in range(1, 7)]
+    p = validate_all(PARAMS, load_params_file(str(ROOT / 'config' / 'pkm_identifier.yaml'), 'pkm_identifier'))
+
+    def run(st, r):
+        pl = PkmPipeline(p)
+        for a in range(0, len(st), 250):
+            pl.push_joint_columns(st[a:a + 250], names, r[a:a + 250, 0:6], r[a:a + 250, 6:12], r[a:a + 250, 12:18])
+            est = pl.step() or est
+        return pl, est
+
+    at = len(stamps) // 2
+    bad = stamps[at] + (10 * 365 * 86400 * S if kind == 'future' else -int(1.5 * S))
+    _, clean = run(stamps, rows)
+    pl, dirty = run(*_insert(stamps, rows, at, bad))
+    assert dirty.samples_used == clean.samples_used > 1000
+    # the blocks after the insertion are cut one sample later: the batching tolerance of test_pkm_pipeline
+    np.testing.assert_allclose(dirty.values, clean.values, rtol=1e-8)
+    s = pl.status()
+    assert (s['joint_states.stamp_outlier'], s['resets_time_jump']) == (1, 0)
