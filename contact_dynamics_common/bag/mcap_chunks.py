@@ -45,13 +45,10 @@ class ChunkReader:
         self._decoders = MessageDecoders(path)
 
     def _decodes(self, channel_id: int, payload: bytes) -> bool:
-        """Whether a payload decodes with its channel's schema."""
-        try:
-            channel = self.summary.channels[channel_id]
-            self._decoders.decoder(self.summary.schemas[channel.schema_id])(payload)
-            return True
-        except Exception:                                   # noqa: BLE001  (any failure: not consistent)
-            return False
+        """Whether a payload decodes with its channel's schema and encodes back to the same bytes."""
+        channel = self.summary.channels.get(channel_id)
+        schema = self.summary.schemas.get(channel.schema_id) if channel is not None else None
+        return schema is not None and self._decoders.round_trips(schema, payload)
 
     def _salvage(self, compression: str, data: bytes, size: int, t0: int, t1: int
                  ) -> tuple[bytes, dict[int, int]]:

@@ -6,16 +6,20 @@ of them intact). Its records are read again one by one and a message record is k
 - framing: opcode 0x05, length >= 22 (channel 2 + sequence 4 + log and publish time 2 x 8 bytes) and the
   record ends inside the decompressed records; schema and channel records (0x03, 0x04) are stepped over;
 - its channel is one of the file's channels (the summary, or the channels read so far by a scan);
-- its log time lies within the chunk's [message_start_time, message_end_time] (the chunk header), and it is
-  not an isolated outlier of its channel's log times in file order (t_i outside [t_{i-1}, t_{i+1}] while
-  t_{i-1} <= t_{i+1});
-- its payload decodes with the channel's schema (``decodes(channel id, payload)``).
+- its log time lies within the chunk's [message_start_time, message_end_time] (the chunk header), and the
+  records kept of one channel have nondecreasing log times in file order: of the records that pass the other
+  checks, the largest such set is kept (``monotone_subset``; among equally large sets the one of the
+  earliest records, since a zstd stream that decodes past a flipped bit goes wrong from there on);
+- its payload decodes with the channel's schema and encodes back to the same bytes, up to trailing zero
+  padding (``decodes(channel id, payload)``, ``MessageDecoders.round_trips``): a record whose length was
+  changed so that it swallows the next records, or whose string or sequence lengths broke, fails.
 
 When a record fails, reading goes on at the next offset where a message record passing those checks starts
 (a flipped length or opcode loses the records it covers, not the rest). A zstd or lz4 stream that breaks
 gives the records decoded before the break (``decompress_salvage``). The payloads themselves are not
-verified (no CRC confirms them): a flipped bit inside a payload that still decodes is kept, so these
-messages are *recovered-unverified* (``BagReader(unverified=False)`` refuses them).
+verified (no CRC confirms them): a flipped bit inside a number of a payload is not seen, and a zstd stream
+that decodes past a flipped bit may copy wrong bytes into later records, so these messages are
+*recovered-unverified* (``BagReader(unverified=False)`` refuses them).
 """
 from __future__ import annotations
 
@@ -76,6 +80,24 @@ def _candidates(arr: np.ndarray, t0: int, t1: int, channels: set[int]) -> np.nda
     return pos[ok]
 
 
+def monotone_subset(t: np.ndarray) -> np.ndarray:
+    """Indices of the longest nondecreasing subsequence of ``t`` (the lexicographically smallest indices
+    among the longest): L_i = 1 + max{L_j : j > i, t_j >= t_i} from the end, then from the start the
+    first i with L_i = the length still needed and t_i >= the last kept value."""
+    n = len(t)
+    longest = np.ones(n, np.int64)
+    for i in range(n - 2, -1, -1):
+        later = longest[i + 1:][t[i + 1:] >= t[i]]
+        if len(later):
+            longest[i] = 1 + later.max()
+    out, need, last = [], int(longest.max()) if n else 0, None
+    for i in range(n):
+        if need and longest[i] == need and (last is None or t[i] >= last):
+            out.append(i)
+            need, last = need - 1, t[i]
+    return np.array(out, dtype=np.int64)
+
+
 def salvage_chunk(buf: bytes, t0: int, t1: int, channels: set[int], decodes: Callable[[int, bytes], bool]
                   ) -> tuple[bytes, dict[int, int]]:
     """The message records of ``buf`` (a failed chunk's records) that pass the checks of the module
@@ -115,19 +137,10 @@ def salvage_chunk(buf: bytes, t0: int, t1: int, channels: set[int], decodes: Cal
     offsets = np.array(kept, dtype=np.int64)
     cid = gather(arr, offsets + 9, 2, '<u2').astype(np.int64)
     log = gather(arr, offsets + 15, 8, '<u8').astype(np.int64)
-    keep = np.ones(len(offsets), bool)
-    for c in np.unique(cid):                            # isolated log-time outliers of one channel
+    keep = np.zeros(len(offsets), bool)
+    for c in np.unique(cid):                            # log times of a channel do not go back
         idx = np.flatnonzero(cid == c)
-        t = log[idx]
-        if len(t) < 3:
-            continue
-        prev, mid, nxt_t = t[:-2], t[1:-1], t[2:]
-        outlier = (prev <= nxt_t) & ((mid < prev) | (mid > nxt_t))
-        keep[idx[1:-1][outlier]] = False
-        if t[0] > t[1] and t[1] <= t[2]:
-            keep[idx[0]] = False
-        if t[-1] < t[-2] and t[-3] <= t[-2]:
-            keep[idx[-1]] = False
+        keep[idx[monotone_subset(log[idx])]] = True
     offsets, cid = offsets[keep], cid[keep]
     counts = dict(zip(*(v.tolist() for v in np.unique(cid, return_counts=True))))
     sizes = gather(arr, offsets + 1, 8, '<u8').astype(np.int64) + 9
