@@ -368,3 +368,86 @@ def test_flipped_bit_in_a_chunk_keeps_every_consistent_record(bags, tmp_path, ca
     assert main(['run-bag', str(bag), '--config', config, '--quiet', '--strict']) == 0
     out, _ = capsys.readouterr()
     assert f'recovered {len(others)} intact messages' in out
+
+
+# ---- issue 16 item 8: custom types in other storages, empty damaged bags, rebuilt metadata said
+def test_own_message_types_read_from_ros1_and_old_db3_like_mcap(bags, tmp_path):
+    """The rover bag holds contact_dynamics/msg/ObstacleHypothesis: as a ROS 1 bag and as a .db3 without
+    stored definitions (rosbag2 before Iron) it reads and replays as the MCAP bag does."""
+    from rosbags.convert.converter import generate_message_converter
+    from rosbags.rosbag1 import Writer
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+    chunked, db3, config = bags['rover']
+    src = BagReader(chunked)
+    assert 'contact_dynamics/msg/ObstacleHypothesis' in src.topics.values()
+    schemas = schemas_of(next(chunked.glob('*.mcap')))
+    ros1, ros2 = get_typestore(Stores.ROS1_NOETIC), typestore(schemas)
+    for name, text in schemas.items():
+        if name not in ros1.fielddefs:
+            types = get_types_from_msg(text, name)
+            ros1.register({k: v for k, v in types.items() if k not in ros1.fielddefs})
+    bag1, cache = tmp_path / 'rover.bag', {}
+    with Writer(bag1) as w:
+        conns = {t: w.add_connection(t, ty, typestore=ros1) for t, ty in src.topics.items()}
+        conv = {ty: generate_message_converter(ros2, ros1, ty, ty, cache, src_is2=True, dst_is2=False)
+                for ty in set(src.topics.values())}
+        for topic, type_name, t, data in src.raw_messages():
+            w.write(conns[topic], t, bytes(conv[type_name](data)))
+    old = tmp_path / 'old'
+    shutil.copytree(db3, old)
+    with sqlite3.connect(next(old.glob('*.db3'))) as db:
+        db.execute('DROP TABLE message_definitions')
+        db.execute('DROP TABLE metadata')
+    db.close()
+    want, _, _ = run_bag(str(chunked), config, progress=False)
+    assert want.outputs
+    for path in (bag1, old):
+        reader = BagReader(path)
+        assert reader.topics == src.topics and not reader.recovery.damaged
+        assert list(reader.raw_messages()) == list(src.raw_messages())
+        got, _, _ = run_bag(str(path), config, progress=False)
+        assert got.outputs == want.outputs and got.input_messages == want.input_messages
+
+
+def test_a_bag_cut_before_its_first_message_says_it_is_damaged(bags, tmp_path, capsys):
+    chunked, db3, config = bags['single_point']
+    mcap = tmp_path / 'mcap'
+    shutil.copytree(chunked, mcap)
+    (mcap / 'metadata.yaml').unlink()
+    f = next(mcap.glob('*.mcap'))
+    f.write_bytes(f.read_bytes()[:40])
+    cut = tmp_path / 'db3'
+    shutil.copytree(db3, cut)
+    f = next(cut.glob('*.db3'))
+    with sqlite3.connect(f) as db:                         # up to the first page of message rows
+        first = db.execute("SELECT min(pageno) FROM dbstat WHERE name = 'messages' AND pagetype = 'leaf'"
+                           ).fetchone()[0]
+        page = db.execute('PRAGMA page_size').fetchone()[0]
+    db.close()
+    f.write_bytes(f.read_bytes()[:(first - 1) * page])
+    for bag in (mcap, cut):
+        capsys.readouterr()
+        assert main(['run-bag', str(bag), '--config', config, '--quiet']) == 2
+        out, err = capsys.readouterr()
+        assert 'the bag is damaged' in err and 'is not in the bag' not in err and 'Traceback' not in out + err
+        assert '0 intact messages in all' in err and len(err.strip().splitlines()) == 1
+        assert main(['info', str(bag)]) == 0
+        assert 'recovered 0 intact messages' in capsys.readouterr().out
+
+
+def test_run_bag_says_when_it_rebuilt_or_ignored_metadata(bags, tmp_path, capsys):
+    chunked, _, config = bags['single_point']
+    bag = tmp_path / 'bag'
+    shutil.copytree(chunked, bag)
+    capsys.readouterr()
+    assert main(['run-bag', str(bag), '--config', config, '--quiet']) == 0
+    assert 'metadata:' not in capsys.readouterr().out
+    (bag / 'metadata.yaml').unlink()
+    assert main(['run-bag', str(bag), '--config', config, '--quiet']) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith('metadata:')]
+    assert lines == [f'metadata: rebuilt from the mcap index; written to {bag / "metadata.yaml"}']
+    (bag / 'metadata.yaml').write_text('rosbag2_bagfile_information: [')
+    assert main(['run-bag', str(bag), '--config', config, '--quiet']) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith('metadata:')]
+    assert len(lines) == 1 and 'metadata.yaml unusable' in lines[0] and 'kept in memory' in lines[0]
