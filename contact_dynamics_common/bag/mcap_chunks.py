@@ -209,8 +209,8 @@ class ChunkReader:
                 return None
             self.salvaged[chunk_offset] = kept
             self.note(chunk_offset, 'corrupt', f'chunk fails its size or CRC check ({why}); {n} messages '
-                      f'recovered-unverified (they parse, their channel and log time agree with the file and '
-                      f'they decode; no CRC confirms their payloads)', unverified=n)
+                      f'recovered-unverified (they parse, their channel and log time agree with the file, they '
+                      f'decode and encode back to the same bytes; no CRC confirms their payloads)', unverified=n)
             return buf
         return buf
 
