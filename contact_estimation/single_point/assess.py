@@ -187,6 +187,8 @@ def adequacy_checks(est: ContactEstimate, samples: ContactSamples, alpha: float 
         var = np.maximum(var, np.diagonal(pf['covariance']) + gap_pf ** 2)
         if pf.get('bands') is not None:
             checks.append(pf['bands'])
+        # the derivative bandwidth chosen from the window's excitation spectrum, stated with the estimate
+        checks.append(trust.Check(True, 'ok', 'signal_chain', details=pf['bandwidth'].as_dict()))
     if not model.uses_acceleration:
         om = _per_window(_omitted_mass, samples, (est.model, alpha), X, F, alpha)
         if not om.ok:
@@ -366,6 +368,7 @@ class TrustMonitor:
         self._adequacy: list[trust.Check] = []
         self._factor: np.ndarray | None = None
         self._honest_sigma: np.ndarray | None = None
+        self._chain: trust.Check | None = None
 
     def observe(self, est: ContactEstimate, window) -> None:
         if est.samples_used <= 0:
@@ -383,6 +386,7 @@ class TrustMonitor:
         if early or due % self.adequacy_every == 0:
             checks, honest = adequacy_checks(est, window())
             self._adequacy = [c for c in checks if not c.ok or c.reason != 'ok']
+            self._chain = next((c for c in checks if c.kind == 'signal_chain'), None)
             own = np.sqrt(np.maximum(np.diagonal(est.covariance), 1e-300))
             self._honest_sigma = np.sqrt(np.maximum(np.diagonal(honest), 1e-300))
             factor = np.minimum(self._honest_sigma / own, 1e100)    # no overflow
@@ -447,6 +451,8 @@ class TrustMonitor:
                 checks.append(nis)
                 base = est.covariance if cov is None else cov
                 cov = make_spd(base * max(nis.details['inflation'], 1.0))
+        if self._chain is not None:
+            checks.append(self._chain)          # states the bandwidth in extras['trust']['signal_chain']
         spread = self._tracking_spread(est, est.covariance if cov is None else cov)
         if spread is not None:
             cov = make_spd((est.covariance if cov is None else cov) + np.diag(spread))
