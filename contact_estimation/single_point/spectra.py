@@ -47,6 +47,7 @@ class Spectrum:
     n: int
     raw_force: np.ndarray
     raw_x: np.ndarray
+    resampled: dict | None = None     # jittered stamps: what signal.conditioning.resample_uniform did
 
     @property
     def omega(self) -> np.ndarray:
@@ -81,11 +82,22 @@ def uniform_step(t: np.ndarray, rtol: float) -> float | str:
 
 def spectrum(samples: ContactSamples, *, detrend: str | None = None, window: str | None = None,
              rtol: float = 1e-2) -> Spectrum | str:
-    """DFTs of F and x (module doc), or the reason why there is none (non-uniform time, range)."""
+    """DFTs of F and x (module doc), or the reason why there is none (range). Stamps of a jittered logger
+    (an interval off the median by more than ``rtol``) are resampled onto one uniform clock at the median
+    rate first (``signal.conditioning.resample_uniform``: F and x interpolated alike, so F = k x stays
+    exact); ``Spectrum.resampled`` says so."""
     dt = uniform_step(samples.t, rtol)
-    if isinstance(dt, str):
-        return dt
     f, x = samples.force, samples.x
+    resampled = None
+    if isinstance(dt, str):
+        from contact_dynamics_common.signal.conditioning import resample_uniform
+        t = np.asarray(samples.t, dtype=np.float64)
+        if len(t) < 3 or not np.all(np.diff(t) > 0):
+            return dt
+        _, cols, resampled = resample_uniform(t, np.column_stack([f, x]))
+        f, x = cols[:, 0], cols[:, 1]
+        resampled['reason'] = dt
+        dt = 1.0 / resampled['rate_hz']
     if not (np.max(np.abs(f)) < _LIMIT and np.max(np.abs(x)) < _LIMIT):
         return f'values out of numeric range (|F| or |x| >= {_LIMIT:g})'
     if detrend:
@@ -98,7 +110,7 @@ def spectrum(samples: ContactSamples, *, detrend: str | None = None, window: str
         weight[-1] = 1.0
     norm = weight / np.sqrt(float(w @ w))
     return Spectrum(freq=np.fft.rfftfreq(n, dt), force=np.fft.rfft(w * f) * norm, x=np.fft.rfft(w * x) * norm,
-                    dt=dt, n=n, raw_force=f, raw_x=x)
+                    dt=dt, n=n, raw_force=f, raw_x=x, resampled=resampled)
 
 
 def select_bins(spec: Spectrum, frequencies: Sequence[float] | None = None, *, n_auto: int = 8,
@@ -224,6 +236,13 @@ class FrequencyEstimator:
         bins = select_bins(spec, self.frequencies, n_auto=self.n_auto, criterion=self.criterion,
                            threshold=self.threshold, include_dc=self.include_dc)
         extras = {'frequencies': spec.freq[bins].tolist(), 'sample_period': spec.dt}
+        note = ''
+        if spec.resampled:
+            r = spec.resampled
+            extras['resampled'] = {k: v for k, v in r.items()}
+            note = (f"jittered stamps resampled to a uniform {r['rate_hz']:.6g} Hz clock ({r['from_samples']} -> "
+                    f"{r['to_samples']} samples, jitter {100 * r['stamp_jitter']:.3g} %, longest gap "
+                    f"{r['longest_gap_s']:.3g} s)")
         h = real_stack(spec.regressor(bins)) / self.scales
         if len(bins) < 2 or not np.any(h):
             return failure(self.name, self.model, f'too few excited frequency bins ({len(bins)})', stamp, n,
@@ -242,6 +261,8 @@ class FrequencyEstimator:
         valid, reason = verdict(self.model.names, sol.values, q, n, self.min_samples, self.max_condition)
         if valid and sol.note:
             reason = f'{reason}; {sol.note}'
+        if note:
+            reason = f'{reason}; {note}'
         return ContactEstimate(
             algorithm=self.name, model=self.model.name, names=self.model.names, values=sol.values,
             covariance=cov, valid=valid, reason=reason, residual_rms=residual_rms,
