@@ -451,3 +451,65 @@ def test_run_bag_says_when_it_rebuilt_or_ignored_metadata(bags, tmp_path, capsys
     assert main(['run-bag', str(bag), '--config', config, '--quiet']) == 0
     lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith('metadata:')]
     assert len(lines) == 1 and 'metadata.yaml unusable' in lines[0] and 'kept in memory' in lines[0]
+
+
+@pytest.mark.parametrize('frac', [0.3, 0.6, 0.9, 1.0])
+def test_db3_rows_spilling_onto_overflow_pages(tmp_path, frac):
+    """Payloads of 50 B to 40 kB (4 kB pages): rows continue on overflow pages. A row is intact when the
+    local part of its cell and the used part of each of its overflow pages (dbstat's overflow pages of its
+    cell, in order) lie before the cut; the local part's size is the file format's rule for table leaves."""
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.typesys import Stores, get_typestore
+    store = get_typestore(Stores.ROS2_KILTED)
+    text = store.types['std_msgs/msg/String']
+    rng = random.Random(5)
+    bag = tmp_path / 'text'
+    with Writer(bag, version=9, storage_plugin=StoragePlugin.SQLITE3) as w:
+        conn = w.add_connection('/text', 'std_msgs/msg/String', typestore=store)
+        for i in range(300):
+            n = rng.choice([50, 3000, 4050, 5000, 12000, 40000])
+            data = ''.join(rng.choice('abcdefgh') for _ in range(n))
+            w.write(conn, 10**9 + i * 10**6, store.serialize_cdr(text(data=data), 'std_msgs/msg/String'))
+    original = bag / 'text.db3'
+    data = original.read_bytes()
+    cut = int(len(data) * frac)
+    db = sqlite3.connect(original)
+    usable = db.execute('PRAGMA page_size').fetchone()[0]
+    stats = db.execute("SELECT pageno, pagetype, ncell, path FROM dbstat WHERE name = 'messages' "
+                       "ORDER BY path").fetchall()
+    rows = db.execute('SELECT id, topic_id, timestamp, data FROM messages ORDER BY id').fetchall()
+    db.close()
+    overflow = {}                                     # (leaf path, cell) -> overflow pages in order
+    for pageno, kind, _, path in stats:
+        if kind == 'overflow':
+            leaf, seq = path.split('+')
+            overflow.setdefault((leaf[:-3], int(leaf[-3:], 16)), []).append((int(seq), pageno))
+    assert sum(len(v) for v in overflow.values()) > 100
+    intact, k = {}, 0
+    for pageno, kind, ncell, path in stats:
+        if kind != 'leaf':
+            continue
+        base = (pageno - 1) * usable
+        for cell, (rid, tid, ts, payload) in enumerate(rows[k:k + ncell]):
+            record = sqlite_record(tid, ts, payload)
+            size, most, least = len(record), usable - 35, (usable - 12) * 32 // 255 - 23
+            spill = least + (size - least) % (usable - 4)
+            local = size if size <= most else (spill if spill <= most else least)
+            at = data.find(record[:local], base, base + usable)
+            assert at > 0
+            ok = at + local + (4 if local < size else 0) <= cut
+            rest = size - local
+            for _, page in sorted(overflow.get((path, cell), [])):
+                take = min(rest, usable - 4)
+                ok &= (page - 1) * usable + 4 + take <= cut
+                rest -= take
+            assert rest == 0
+            if ok:
+                intact[rid] = (ts, payload)
+        k += ncell
+    assert (frac == 1 or 0 < len(intact) < len(rows)) and sum(len(p) > usable for _, p in intact.values()) > 10
+    if frac < 1:
+        (bag / 'text.db3').write_bytes(data[:cut])
+    got = list(BagReader(bag).raw_messages())
+    want = [('/text', 'std_msgs/msg/String', ts, payload) for _, (ts, payload) in sorted(intact.items())]
+    assert got == want and (frac < 1 or len(got) == len(rows) == 300)

@@ -118,12 +118,15 @@ def _freelist(buf: Any, page_size: int, whole: int) -> set[int]:
 
 def scan_message_pages(path: Path, topic_ids: set[int]) -> RowIndex:
     """Every intact row of rosbag2's ``messages`` table in the file, read page by page (module docstring)."""
-    with open(path, 'rb') as f:
-        buf = f.read()
-    size = len(buf)
     empty = RowIndex(path, *(np.empty(0, np.int64) for _ in range(5)))
-    if size < 100:
+    if path.stat().st_size < 100:
         return empty
+    with open(path, 'rb') as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+        return _scan(path, buf, topic_ids, empty)
+
+
+def _scan(path: Path, buf: Any, topic_ids: set[int], empty: RowIndex) -> RowIndex:
+    size = len(buf)
     page_size = struct.unpack_from('>H', buf, 16)[0]
     page_size = 65536 if page_size == 1 else page_size
     if page_size < 512 or page_size & (page_size - 1):
