@@ -240,7 +240,7 @@ def _plots(cmp: Comparison, samples: ContactSamples, out: Path, options: dict) -
     for j, n in enumerate(names):
         k = np.array([e.stiffness for e in cmp.results[n]])
         sd = np.array([e.std('stiffness') for e in cmp.results[n]])
-        ok = np.array([e.valid for e in cmp.results[n]])
+        ok = np.array([e.valid for e in cmp.results[n]], dtype=bool)
         offset = (j - len(names) / 2) * 0.4
         ax.errorbar(loads[ok] + offset, k[ok], yerr=2 * sd[ok], fmt='o', ms=3, capsize=2, label=n)
     ax.set_xlabel('mean load of the window [N]')
