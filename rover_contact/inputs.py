@@ -107,7 +107,9 @@ class RoverInputs:
     """The latest accepted JointState, Odometry and obstacle hypothesis, each input behind its own stamp gate
     (contact_dynamics_common.signal.stamps.StampGate): a sample stamped at or before the last accepted one of
     its input is dropped and counted (``*_out_of_order``), never made the current state; a backward jump of
-    more than ``time_jump_s`` is the gate's time jump (a restarted or looped source): accepted and counted."""
+    more than ``time_jump_s`` is the gate's time jump (a restarted or looped source): accepted and counted once
+    the input continues from the new time (the gate's evidence rule; an isolated stray stamp is dropped,
+    ``*_stamp_outlier``)."""
     model: RoverModel
     max_age_s: float = 0.2
     default_wheels: list = field(default_factory=list)
@@ -131,7 +133,9 @@ class RoverInputs:
         bad = [w for w in self.default_wheels if w not in m.wheel_names]
         if bad:
             raise ConfigError(f"contact_wheels_default {bad} are not wheels of the model ({', '.join(m.wheel_names)})")
-        self.gates = {k: StampGate(jump_threshold_s=self.time_jump_s) for k in LEDGER}
+        # obstacle hypotheses are sporadic (sent while an obstacle is seen): a long pause is no forward departure
+        self.gates = {k: StampGate(jump_threshold_s=self.time_jump_s,
+                                   forward_intervals=float('inf') if k == 'obstacle' else 100.0) for k in LEDGER}
 
     def _error(self, key: str, text: str) -> None:
         self.counts[key] += 1

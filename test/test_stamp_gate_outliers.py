@@ -187,3 +187,13 @@ def test_one_stray_stamp_keeps_the_pkm_identification(kind):
     np.testing.assert_allclose(dirty.values, clean.values, rtol=1e-8)
     s = pl.status()
     assert (s['joint_states.stamp_outlier'], s['resets_time_jump']) == (1, 0)
+
+
+def test_forward_intervals_inf_never_suspects_a_pause():
+    """A sporadic stream (rover obstacle hypotheses) is gated with forward_intervals=inf: a pause of any
+    length is accepted at once, while a jump back still needs its evidence."""
+    stamps = np.array([T0, T0 + S // 10, T0 + S // 5, T0 + 60 * S, T0 + 61 * S, T0 + 10 * S], dtype=np.int64)
+    g = StampGate(forward_intervals=float('inf'))
+    assert _accepted(g.filter(stamps)) == [0, 1, 2, 3, 4] and g.counts.stamp_outlier == 1
+    regular = StampGate()
+    assert _accepted(regular.filter(stamps[:4])) == [0, 1, 2] and regular.held == 1
