@@ -6,10 +6,10 @@
 
 Outputs: /impact_indicator/impact_indicator, /posture_evaluator/posture_evaluation, service
 /posture_evaluator/evaluate_postures, health on /diagnostics. Obstacle hypotheses go to
-/impact_indicator/obstacle and /posture_evaluator/obstacle (or remap both with obstacle_topic).
+/impact_indicator/obstacle and /posture_evaluator/obstacle (or one topic for both with obstacle_topic:=).
 """
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
@@ -21,26 +21,33 @@ def generate_launch_description() -> LaunchDescription:
     args = [
         DeclareLaunchArgument('impact_params_file', default_value=PathJoinSubstitution([share, 'config', 'impact_indicator.yaml'])),
         DeclareLaunchArgument('posture_params_file', default_value=PathJoinSubstitution([share, 'config', 'posture_evaluator.yaml'])),
-        DeclareLaunchArgument('model_yaml', default_value='rover_pr3d_roles.yaml', description='joint-role map (with its urdf)'),
+        DeclareLaunchArgument('model_yaml', default_value='',
+                              description="joint-role map (with its urdf); empty: the params files' model_yaml"),
         DeclareLaunchArgument('joint_states_topic', default_value='/joint_states'),
         DeclareLaunchArgument('odom_topic', default_value='/odom'),
+        DeclareLaunchArgument('obstacle_topic', default_value='',
+                              description="ObstacleHypothesis input of both nodes; empty: each node's ~/obstacle"),
         DeclareLaunchArgument('use_sim_time', default_value='false'),
         DeclareLaunchArgument('impact_indicator', default_value='true', description='start impact_indicator'),
         DeclareLaunchArgument('posture_evaluator', default_value='true', description='start posture_evaluator'),
         DeclareLaunchArgument('namespace', default_value=''),
     ]
-    common = {'model_yaml': LaunchConfiguration('model_yaml'),
-              'joint_states_topic': LaunchConfiguration('joint_states_topic'),
-              'odom_topic': LaunchConfiguration('odom_topic'),
-              'use_sim_time': LaunchConfiguration('use_sim_time')}
-    nodes = [
-        Node(package='contact_dynamics', executable='impact_indicator', name='impact_indicator',
-             namespace=LaunchConfiguration('namespace'), output='screen', emulate_tty=True,
-             parameters=[LaunchConfiguration('impact_params_file'), common],
-             condition=IfCondition(LaunchConfiguration('impact_indicator'))),
-        Node(package='contact_dynamics', executable='posture_evaluator', name='posture_evaluator',
-             namespace=LaunchConfiguration('namespace'), output='screen', emulate_tty=True,
-             parameters=[LaunchConfiguration('posture_params_file'), common],
-             condition=IfCondition(LaunchConfiguration('posture_evaluator'))),
-    ]
-    return LaunchDescription(args + nodes)
+
+    def nodes(context):
+        common = {'joint_states_topic': LaunchConfiguration('joint_states_topic'),
+                  'odom_topic': LaunchConfiguration('odom_topic'),
+                  'use_sim_time': LaunchConfiguration('use_sim_time')}
+        for optional in ('model_yaml', 'obstacle_topic'):          # only when given: else the params files'
+            if LaunchConfiguration(optional).perform(context):
+                common[optional] = LaunchConfiguration(optional)
+        return [
+            Node(package='contact_dynamics', executable='impact_indicator', name='impact_indicator',
+                 namespace=LaunchConfiguration('namespace'), output='screen', emulate_tty=True,
+                 parameters=[LaunchConfiguration('impact_params_file'), common],
+                 condition=IfCondition(LaunchConfiguration('impact_indicator'))),
+            Node(package='contact_dynamics', executable='posture_evaluator', name='posture_evaluator',
+                 namespace=LaunchConfiguration('namespace'), output='screen', emulate_tty=True,
+                 parameters=[LaunchConfiguration('posture_params_file'), common],
+                 condition=IfCondition(LaunchConfiguration('posture_evaluator'))),
+        ]
+    return LaunchDescription(args + [OpaqueFunction(function=nodes)])

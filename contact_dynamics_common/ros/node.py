@@ -269,7 +269,11 @@ class EstimatorNode(NodeInputs, LifecycleNode):
             return
         d['drained_ns'] = now_ns
         d['count'] += 1
+        before = self.updates
         self._on_timer()
+        if d['count'] <= 3 and self.updates > before:
+            self.get_logger().info(f'/clock stopped at {now_ns * 1e-9:.3f} s for {SIM_TIME_DRAIN_S:g} s of wall time: '
+                                   f'buffered input drained by one update (end of a played bag)')
 
     def _on_reset(self, request, response):
         self.reset_estimation()
