@@ -301,6 +301,11 @@ def main(argv: list[str] | None = None) -> int:
             e = cmp.results[n][i]
             print(f'  {n:7s} k = {e.stiffness:12.6g} ± {e.std("stiffness"):9.3g}  b = {e.damping:11.5g} '
                   f'± {e.std("damping"):9.3g}  {"valid" if e.valid else "NOT valid"}: {e.reason}')
+        resampled = [n for n in args.algorithms if (cmp.results[n][i].extras or {}).get('resampled')]
+        if resampled:
+            r = cmp.results[resampled[0]][i].extras['resampled']
+            print(f"  note: {', '.join(resampled)}: jittered stamps resampled to a uniform {r['rate_hz']:.6g} Hz "
+                  f"clock ({r['from_samples']} -> {r['to_samples']} samples; {r['reason']})")
     for w in cmp.warnings:
         print(f'warning: {w}')
     print('report: ' + ', '.join(str(p) for p in paths))
