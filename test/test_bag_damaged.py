@@ -374,26 +374,12 @@ def test_flipped_bit_in_a_chunk_keeps_every_consistent_record(bags, tmp_path, ca
 def test_own_message_types_read_from_ros1_and_old_db3_like_mcap(bags, tmp_path):
     """The rover bag holds contact_dynamics/msg/ObstacleHypothesis: as a ROS 1 bag and as a .db3 without
     stored definitions (rosbag2 before Iron) it reads and replays as the MCAP bag does."""
-    from rosbags.convert.converter import generate_message_converter
-    from rosbags.rosbag1 import Writer
-    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+    from test_bag_db3 import to_ros1
 
     chunked, db3, config = bags['rover']
     src = BagReader(chunked)
     assert 'contact_dynamics/msg/ObstacleHypothesis' in src.topics.values()
-    schemas = schemas_of(next(chunked.glob('*.mcap')))
-    ros1, ros2 = get_typestore(Stores.ROS1_NOETIC), typestore(schemas)
-    for name, text in schemas.items():
-        if name not in ros1.fielddefs:
-            types = get_types_from_msg(text, name)
-            ros1.register({k: v for k, v in types.items() if k not in ros1.fielddefs})
-    bag1, cache = tmp_path / 'rover.bag', {}
-    with Writer(bag1) as w:
-        conns = {t: w.add_connection(t, ty, typestore=ros1) for t, ty in src.topics.items()}
-        conv = {ty: generate_message_converter(ros2, ros1, ty, ty, cache, src_is2=True, dst_is2=False)
-                for ty in set(src.topics.values())}
-        for topic, type_name, t, data in src.raw_messages():
-            w.write(conns[topic], t, bytes(conv[type_name](data)))
+    bag1 = to_ros1(chunked, tmp_path / 'rover.bag')
     old = tmp_path / 'old'
     shutil.copytree(db3, old)
     with sqlite3.connect(next(old.glob('*.db3'))) as db:

@@ -249,13 +249,23 @@ def test_db3_cut_by_a_power_loss_is_read_up_to_the_damage(pair, tmp_path, capsys
 
 
 def to_ros1(mcap_bag: Path, out: Path) -> Path:
-    """The same messages as a ROS 1 bag (rosbags' writer; std_msgs/Header gets seq = 0)."""
+    """The same messages as a ROS 1 bag (rosbags' writer; std_msgs/Header gets seq = 0); types rosbags does not
+    know (this project's own) are registered from the MCAP file's schemas."""
+    from mcap.reader import make_reader
     from rosbags.convert.converter import generate_message_converter
     from rosbags.rosbag1 import Writer
-    from rosbags.typesys import Stores, get_typestore
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
     src = BagReader(mcap_bag)
     ros1, ros2 = get_typestore(Stores.ROS1_NOETIC), get_typestore(Stores.ROS2_KILTED)
+    for path in sorted(Path(mcap_bag).glob('*.mcap')):
+        with open(path, 'rb') as f:
+            schemas = make_reader(f).get_summary().schemas.values()
+        for schema in schemas:
+            if schema.name not in ros2.fielddefs:
+                types = get_types_from_msg(schema.data.decode(), schema.name)
+                for st in (ros1, ros2):
+                    st.register({k: v for k, v in types.items() if k not in st.fielddefs})
     cache: dict = {}
     with Writer(out) as w:
         conns = {t: w.add_connection(t, ty, typestore=ros1) for t, ty in src.topics.items()}
