@@ -180,8 +180,10 @@ def outcomes(est, truth8, *, model_fits: bool, good_data: bool, estimator: str =
 
 
 def _prior(rng, truth8):
-    """A prior off by a factor 0.6-1.6 per parameter (P_0 = (0.5 theta_0)^2 covers it at ~1-2 sigma)."""
-    return truth8 * np.exp(rng.uniform(np.log(0.6), np.log(1.6), 8))
+    """A prior drawn as the shipped P_0 = diag((0.5 theta_0)^2) says: truth = theta_0 (1 + 0.5 z), z ~ N(0, 1)
+    cut at +-1.8 (theta_0 stays positive)."""
+    z = np.clip(rng.standard_normal(8), -1.8, 1.8)
+    return truth8 / (1.0 + 0.5 * z)
 
 
 def _draw(rng, kind: str, *, friction_max: float, estimate_friction: bool = False, duration: float = 3.0,

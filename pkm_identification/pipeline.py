@@ -463,8 +463,8 @@ class PkmPipeline:
                 # attenuation pulls the estimate towards 0: scale the bias with the larger of estimate and prior
                 eiv_b = -lam_inv @ (N @ np.maximum(np.abs(theta[e]), np.abs(self.theta0[e])))
             cov = combine(own, sandwich=sand, bias=clamp, conditioning=cond, eiv=eiv_b).covariance
-        else:
-            cov = own                            # too few blocks to know the model-error scale yet (not valid)
+        else:                                    # too few blocks to know the model-error scale: nothing is judged
+            cov = np.diag(self.P0[e])            # excited yet (the filter's own P would claim too much)
         return {'theta': theta, 'cov': cov, 'e': e, 'blocks': B, 'scale_known': bool(np.isfinite(k))}
 
     def _information_solution(self, mom: BlockMoments, e: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -538,11 +538,15 @@ class PkmPipeline:
         ambiguous = self.info.scale_ambiguous()
         free = own_exc.copy() if not ambiguous else np.zeros(n, bool)
         h = None
+        scale_unknown = False
         for _ in range(n):
             if not free.any():
                 h = None
                 break
             h = self._honest(theta_f, P, free)
+            if not h['scale_known']:                 # too few blocks: nothing is judged excited yet
+                scale_unknown, free[:], h = True, False, None
+                break
             sig = np.sqrt(np.diag(h['cov']))
             weak = sig >= 0.9 * std0[h['e']]
             if not weak.any():
@@ -594,10 +598,10 @@ class PkmPipeline:
             prior_ok, prior_reason = False, SCALE_WARNING
         elif fric is not None and not fric.ok:       # unmodelled friction explains why nothing stands out
             prior_ok, prior_reason = False, fric.reason
+        elif scale_unknown:
+            prior_ok, prior_reason = False, 'not converged: too few samples for a residual-based sigma yet'
         elif not any(judged):
             prior_ok, prior_reason = False, 'no parameter is excited by the motion yet'
-        elif h is None or not h['scale_known']:
-            prior_ok, prior_reason = False, 'not converged: too few samples for a residual-based sigma yet'
         elif len(self.history) < 8:
             prior_ok, prior_reason = False, 'not converged: too few estimates yet'
         else:

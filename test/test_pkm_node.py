@@ -64,6 +64,23 @@ def write_stream_bag(path, msgs):
     return path
 
 
+def publish_until(pub_node, listener, msgs, end_stamp) -> None:
+    """Publish the (stamp ns, L, L_dot, F) messages at 1 kHz (paced) and wait for the estimate stamped end_stamp."""
+    pub = pub_node.create_publisher(JointState, '/joint_states', 1000)
+    wait_matched([pub])
+    for i in paced(np.arange(len(msgs)) * 1e-3):
+        ns, L, Ld, F = msgs[i]
+        m = JointState()
+        set_stamp(m.header, ns)
+        m.name, m.position, m.velocity, m.effort = NAMES, L.tolist(), Ld.tolist(), F.tolist()
+        pub.publish(m)
+
+    def done():
+        p = listener.get('/pkm_identifier/parameters')
+        return p and (p[-1].header.stamp.sec, p[-1].header.stamp.nanosec) == end_stamp
+    assert listener.wait_for(done, timeout=10.0), 'no estimate covering the last samples arrived'
+
+
 @pytest.mark.ros
 def test_live_node_converges_and_equals_run_bag(tmp_path, ros_context):
     msgs, bad, truth = corrupted_stream()
@@ -76,19 +93,7 @@ def test_live_node_converges_and_equals_run_bag(tmp_path, ros_context):
     last_off = offline.outputs['/pkm_identifier/parameters'][-1][1]
     end_stamp = (last_off['header']['stamp']['sec'], last_off['header']['stamp']['nanosec'])
     try:
-        pub = pub_node.create_publisher(JointState, '/joint_states', 1000)
-        wait_matched([pub])
-        for i in paced(np.arange(len(msgs)) * 1e-3):
-            ns, L, Ld, F = msgs[i]
-            m = JointState()
-            set_stamp(m.header, ns)
-            m.name, m.position, m.velocity, m.effort = NAMES, L.tolist(), Ld.tolist(), F.tolist()
-            pub.publish(m)
-
-        def done():
-            p = listener.get('/pkm_identifier/parameters')
-            return p and (p[-1].header.stamp.sec, p[-1].header.stamp.nanosec) == end_stamp
-        assert listener.wait_for(done, timeout=10.0), 'no estimate covering the last samples arrived'
+        publish_until(pub_node, listener, msgs, end_stamp)
         assert listener.wait_for(lambda: int(listener.diag('pkm_identifier: input joint_states')
                                              .get('received', 0)) >= len(msgs), timeout=5.0), 'messages lost'
         # services: save, set_active_set, freeze
@@ -168,19 +173,7 @@ def test_live_pure_translation_publishes_no_platform_inertia(tmp_path, ros_conte
     listener = Listener(TOPICS)
     pub_node = Node('test_pkm_translation_publisher')
     try:
-        pub = pub_node.create_publisher(JointState, '/joint_states', 1000)
-        wait_matched([pub])
-        for i in paced(np.arange(len(msgs)) * 1e-3):
-            ns, Lk, Ldk, Fk = msgs[i]
-            m = JointState()
-            set_stamp(m.header, ns)
-            m.name, m.position, m.velocity, m.effort = NAMES, Lk.tolist(), Ldk.tolist(), Fk.tolist()
-            pub.publish(m)
-
-        def done():
-            p = listener.get('/pkm_identifier/parameters')
-            return p and (p[-1].header.stamp.sec, p[-1].header.stamp.nanosec) == end_stamp
-        assert listener.wait_for(done, timeout=10.0), 'no estimate covering the last samples arrived'
+        publish_until(pub_node, listener, msgs, end_stamp)
     finally:
         pub_node.destroy_node()
         stop(proc)
