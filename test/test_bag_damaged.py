@@ -411,7 +411,8 @@ def test_a_bag_cut_before_its_first_message_says_it_is_damaged(bags, tmp_path, c
                            ).fetchone()[0]
         page = db.execute('PRAGMA page_size').fetchone()[0]
     db.close()
-    f.write_bytes(f.read_bytes()[:(first - 1) * page])
+    original = f.read_bytes()
+    f.write_bytes(original[:(first - 1) * page])
     for bag in (mcap, cut):
         capsys.readouterr()
         assert main(['run-bag', str(bag), '--config', config, '--quiet']) == 2
@@ -420,6 +421,11 @@ def test_a_bag_cut_before_its_first_message_says_it_is_damaged(bags, tmp_path, c
         assert '0 intact messages in all' in err and len(err.strip().splitlines()) == 1
         assert main(['info', str(bag)]) == 0
         assert 'recovered 0 intact messages' in capsys.readouterr().out
+    for n in (0, 40):                                     # cut inside the sqlite3 header: one line
+        f.write_bytes(original[:n])
+        assert main(['run-bag', str(cut), '--config', config, '--quiet']) == 2
+        out, err = capsys.readouterr()
+        assert 'damaged rosbag2 sqlite3 file' in err and len(err.strip().splitlines()) == 1
 
 
 def test_run_bag_says_when_it_rebuilt_or_ignored_metadata(bags, tmp_path, capsys):

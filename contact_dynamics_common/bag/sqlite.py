@@ -58,6 +58,11 @@ class Db3File(SummaryFile):
             raise BagError(f'{path}: a file-compressed rosbag2 bag; decompress it first '
                            f'(zstd -d {path.name})')
         self.recover = recover
+        with open(path, 'rb') as f:
+            head = f.read(100)
+        if len(head) < 100 and b'SQLite format 3\x00'.startswith(head[:16]):
+            raise BagError(f'{path}: damaged rosbag2 sqlite3 file: it ends ({len(head)} bytes) before the end '
+                           f'of its 100-byte sqlite3 header (a recording cut before anything was written)')
         self.damage: dict[int, Damage] = {}
         self._decompress = zstandard.ZstdDecompressor()
         self._index: RowIndex | None = None          # damaged file: the rows read page by page
