@@ -8,8 +8,9 @@ Asserted per node: the process is alive; every float it published is finite and 
 input's ledger counts exactly what was injected (received + dropped.queue = published; accepted = the good
 messages; dropped.<cause> = the injected messages of that class; the burst's messages are either
 out_of_order or lost before the callback, and losses were counted); the final estimate equals, to 1e-6
-relative, run-bag of a bag holding exactly the good messages in the order they were published (the comparison
-does not depend on timing: the pipelines' results depend on the samples only, not on how updates batch them);
+relative, run-bag of a bag holding exactly the good messages in the order they were published (every field of
+the output; the fit figures - residual RMS, condition numbers, extras - to 1e-3, see FIT_FIGURES); the comparison
+does not depend on timing: the pipelines' results depend on the samples only, not on how updates batch them;
 no log line longer than 1000 characters, at most two per refusal cause.
 
 The nodes run with the single-threaded executor (CONTACT_DYNAMICS_EXECUTOR=single), whose callbacks see the
@@ -322,21 +323,27 @@ def _floats(d, path=''):
         yield path, d
 
 
-def _compare(live, off, path=''):
-    """Every field equal: floats to 1e-6 relative (1e-12 absolute), everything else exactly."""
+#: figures about the fit, not the estimate: a residual at the noise floor (1e-6 of the signal) is a difference of
+#: nearly equal numbers, so summation order (how updates batched the samples) shows in its 5th digit
+FIT_FIGURES = ('residual_rms', 'residual_rms_pos', 'residual_rms_neg', 'residual_fraction', 'condition_number',
+               'kappa_pos', 'kappa_neg', 'extras')
+
+
+def _compare(live, off, path='', rel=1e-6):
+    """Every field equal: floats to ``rel`` (1e-6; the FIT_FIGURES to 1e-3), everything else exactly."""
     if isinstance(live, dict):
         assert set(live) == set(off), (path, set(live) ^ set(off))
         for k in live:
-            _compare(live[k], off[k], f'{path}.{k}')
+            _compare(live[k], off[k], f'{path}.{k}', 1e-3 if k in FIT_FIGURES else rel)
     elif isinstance(live, list):
         assert len(live) == len(off), (path, len(live), len(off))
         for i, (a, b) in enumerate(zip(live, off)):
-            _compare(a, b, f'{path}[{i}]')
+            _compare(a, b, f'{path}[{i}]', rel)
     elif isinstance(live, float) or isinstance(off, float):
-        assert live == pytest.approx(off, rel=1e-6, abs=1e-12, nan_ok=True), (path, live, off)
+        assert live == pytest.approx(off, rel=rel, abs=1e-12, nan_ok=True), (path, live, off)
     elif isinstance(live, str) and _number(live) is not None and _number(off) is not None:
         # a figure sent as text (extras): round-off residues (1e-14) of sums taken in another order agree
-        assert _number(live) == pytest.approx(_number(off), rel=1e-6, abs=1e-9, nan_ok=True), (path, live, off)
+        assert _number(live) == pytest.approx(_number(off), rel=rel, abs=1e-9, nan_ok=True), (path, live, off)
     else:
         assert live == off, (path, live, off)
 
