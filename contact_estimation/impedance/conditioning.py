@@ -21,6 +21,11 @@ delayed by a second ``half`` (total delay 2 x half samples, stated in the output
 
 **Holes**: a step between stamps longer than ``GAP_PERIODS`` periods restarts the kernel (no filter or
 derivative state across a hole; the kernel centres whose window would span it are dropped).
+**Jittered loggers** (5-25 ms gaps every few tens of samples: no kernel window would be hole-free): a gap of
+at most one kernel width (``BRIDGE_WIDTHS``) is bridged first (``signal.conditioning.bridge_gaps``: x, F
+(and a) interpolated linearly at the period, the same operator on every column); the kernel runs across it
+and the outputs at the inserted stamps are dropped (only real samples are fitted), counted in
+``meta['bridged_samples']``. Longer gaps stay holes.
 
 **Noise** (for the errors-in-variables term and the unique-variance check): the white-equivalent level
 sigma_x of x from its PSD floor *above* the excitation band (``noise_std_band`` over 1.5 x the band top ..
@@ -37,7 +42,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from contact_dynamics_common.signal.conditioning import (FastCausalKernel, choose_bandwidth, cutoff_for_width,
+from contact_dynamics_common.signal.conditioning import (FastCausalKernel, bridge_gaps, choose_bandwidth,
+                                                         cutoff_for_width,
                                                          derivative_noise_gain, hole_segments, noise_std,
                                                          noise_std_band,
                                                          stamp_jitter, uniform_kernel_apply,
@@ -45,6 +51,8 @@ from contact_dynamics_common.signal.conditioning import (FastCausalKernel, choos
 
 #: a step between stamps longer than this many periods is a hole
 GAP_PERIODS = 4.0
+#: ... unless it is at most this many kernel widths: then it is bridged (bridge_gaps) and the kernel runs on
+BRIDGE_WIDTHS = 1.0
 _BLOCK = 16384
 
 
@@ -102,6 +110,8 @@ def sample_rate(t: np.ndarray) -> float:
 
 
 def _run_kernel(kernel: FastCausalKernel, t, x, y):
+    if not len(t):
+        return tuple(np.zeros(0) for _ in range(5))
     parts = [kernel(t[i:i + _BLOCK], x[i:i + _BLOCK], y[i:i + _BLOCK]) for i in range(0, len(t), _BLOCK)]
     return tuple(np.concatenate([p[k] for p in parts]) for k in range(5))
 
@@ -134,6 +144,8 @@ def kernel_columns(t, x, F, a, width_s: float, period_s: float):
         return tuple(np.concatenate([p[i] for p in parts]) for i in range(6))
     k1 = FastCausalKernel(width_s, period_s, gap_periods=GAP_PERIODS)
     tt, Ff, xf, vf, af = _run_kernel(k1, t, x, F)
+    if not len(tt):
+        return tuple(np.zeros(0) for _ in range(6))
     if a is not None:
         ka = FastCausalKernel(width_s, period_s, gap_periods=GAP_PERIODS, orders=())
         ta, am, *_ = _run_kernel(ka, t, a, a)
@@ -174,14 +186,22 @@ def condition(t, x, F, a=None, *, cutoff_hz: float | None = None, band_hz: float
         if not 2.0 * period <= width:
             width = 2.0 * period
             fc = cutoff_for_width(width)
-        tt, xf, v, af, Ff, r = kernel_columns(t, x, F, None if a is None else np.asarray(a, float), width,
-                                              period)
+        cols = np.column_stack([x, F] + ([np.asarray(a, float)] if a is not None else []))
+        tb, cb, inserted = bridge_gaps(t, cols, period, BRIDGE_WIDTHS * width, gap_periods=GAP_PERIODS)
+        tt, xf, v, af, Ff, r = kernel_columns(tb, cb[:, 0], cb[:, 1], cb[:, 2] if a is not None else None,
+                                              width, period)
+        if inserted.any():
+            real = ~np.isin(tt, tb[inserted])
+            tt, xf, v, af, Ff, r = (y[real] for y in (tt, xf, v, af, Ff, r))
+        bridged = int(inserted.sum())
+        holes = len(hole_segments(tb, GAP_PERIODS, period)) - 1
     else:
         fc, width = float('nan'), float('nan')
         tt, xf, Ff = t, x, F
         v = np.gradient(x, t)
         af = np.asarray(a, dtype=float) if a is not None else np.gradient(v, t)
         r = np.zeros(len(t))
+        bridged = 0
     keep = tt >= t[0] + t_skip
     if keep.sum() < 16:
         raise ValueError(f'record too short: {int(keep.sum())} complete samples after the {t_skip} s '
@@ -202,4 +222,5 @@ def condition(t, x, F, a=None, *, cutoff_hz: float | None = None, band_hz: float
     return Conditioned(tt[keep], xf[keep], v[keep], af[keep], Ff[keep], rate, band, fc, nv, r[keep], width,
                        alt, holes, {'sigma_x': sigma_x, 'excitation_hz': band, 'cutoff_hz': fc,
                                     'alternative_cutoff_hz': alt, 'kernel_width_s': width,
-                                    'stamp_jitter': bw.jitter, 'holes': holes})
+                                    'stamp_jitter': bw.jitter, 'holes': holes,
+                                    'bridged_samples': bridged})

@@ -70,6 +70,11 @@ PARAMS: list[ParamSpec] = [
     ParamSpec('sample_rate', 0.0, 'Nominal input rate for the filter design; 0 = measured from the first 21 '
               'samples.', low=0.0, unit='Hz'),
     # --- estimation ---
+    ParamSpec('profile_mode', 'auto', "'dynamic': F = m a + b v + k x + c per bin; 'quasi_static': a force "
+              'curve F = k x + c per bin (k, force offset, hysteresis width with sigma; m and b not '
+              "identifiable), batch (impedance-profile) only; 'auto': impedance-profile uses quasi_static "
+              'when the dynamic fit separates mass from stiffness in no bin (slow motion), the online node '
+              'the dynamic model.', choices=('auto', 'dynamic', 'quasi_static')),
     ParamSpec('forgetting_factor', 0.999975, 'RLS forgetting factor per sample of a bin, lambda = 1 - 1/(f_s '
               'T_mem): 0.999975 is 10 s of memory at 4 kHz. 1 = no forgetting.', low=0.0, low_open=True,
               high=1.0),

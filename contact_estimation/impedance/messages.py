@@ -73,7 +73,8 @@ def publication(pipeline: ImpedancePipeline, params: dict) -> dict | None:
               'forgetting_factor': params['forgetting_factor'], 'min_velocity': params['min_velocity'],
               'covariance_correlation_samples': pipeline.conditioner.correlation,
               'unpaired': float(pipeline.counts['unpaired']),
-              'delay_s': '1 sample + causal Butterworth group delay (same on x, v, a, F)'}
+              'delay_s': pipeline.conditioner.delay_s,
+              'bridged_samples': float(pipeline.conditioner.bridged)}
     return profile_fields(pipeline.profile(), stamp_ns=pipeline.newest_ns, frame_id=frame,
                           joint_name=params['joint_name'], force_source=params['force_source'],
                           algorithm='recursive_segmented_ls', samples_used=pipeline.counts['samples_used'],

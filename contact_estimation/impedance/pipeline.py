@@ -31,10 +31,11 @@ import numpy as np
 
 from contact_dynamics_common.params import ConfigError
 from contact_dynamics_common.ringbuffer import RingBuffer
-from contact_dynamics_common.signal.conditioning import FastCausalKernel, cutoff_for_width, width_for_cutoff
+from contact_dynamics_common.signal.conditioning import (FastCausalKernel, bridge_gaps, cutoff_for_width,
+                                                         width_for_cutoff)
 from contact_dynamics_common.stamps import StampGate
 
-from .conditioning import GAP_PERIODS, column_noise_variance, residual_correlation, sign_held
+from .conditioning import BRIDGE_WIDTHS, GAP_PERIODS, column_noise_variance, residual_correlation, sign_held
 from .recursive import RecursiveSegmentedLS
 from .segmented import ImpedanceProfile, uniform_edges
 
@@ -77,6 +78,9 @@ class StreamConditioner:
         self._pending = np.zeros((0, 6))           # t, x, v, a, F, s waiting for the sign kernel
         self._last_sign = 0.0
         self._raw_tail = np.zeros((0, 2))          # last 4 raw (t, x) for the noise estimate
+        self._last_row = None                      # last raw row (bridging a short gap to the next block)
+        self._inserted = np.zeros(0)               # stamps of bridged (synthetic) samples not yet output
+        self.bridged = 0
         self._d4 = [0.0, 0]                        # sum of squared 4th differences, count
         self.measured_rate = 0.0
         self.correlation = 1.0
@@ -134,6 +138,7 @@ class StreamConditioner:
         if not len(rows):
             return empty
         self._noise(rows[:, 0], rows[:, 1])
+        rows = self._bridge(rows)
         tt, Ff, xf, vf, af = self.kernels[0](rows[:, 0], rows[:, 1], rows[:, 2])
         if self.measured:
             ta, am, *_ = self.kernels[2](rows[:, 0], rows[:, 3], rows[:, 3])
@@ -152,7 +157,30 @@ class StreamConditioner:
         i = np.searchsorted(pend[:, 0], t2)
         out = pend[i]
         self._pending = pend[np.searchsorted(pend[:, 0], t2[-1], side='right'):]
-        return out[:, 0], out[:, 1], out[:, 2], out[:, 3], out[:, 4], hs - out[:, 5]
+        r = hs - out[:, 5]
+        if len(self._inserted):
+            real = ~np.isin(out[:, 0], self._inserted)
+            self._inserted = self._inserted[self._inserted > out[-1, 0]]
+            out, r = out[real], r[real]
+        return out[:, 0], out[:, 1], out[:, 2], out[:, 3], out[:, 4], r
+
+    def _bridge(self, rows: np.ndarray) -> np.ndarray:
+        """Gaps of at most BRIDGE_WIDTHS kernel widths (also across blocks) filled by ``bridge_gaps``; the
+        synthetic stamps are remembered and their outputs dropped (only real samples reach the fit)."""
+        prev = self._last_row
+        self._last_row = rows[-1].copy()
+        block = rows if prev is None else np.vstack([prev[None, :], rows])
+        if prev is not None and not block[1, 0] > block[0, 0]:
+            block = rows
+            prev = None
+        tb, cb, ins = bridge_gaps(block[:, 0], block[:, 1:], 1.0 / self.measured_rate,
+                                  BRIDGE_WIDTHS * self.width_s, gap_periods=GAP_PERIODS)
+        if prev is not None:
+            tb, cb, ins = tb[1:], cb[1:], ins[1:]
+        if ins.any():
+            self._inserted = np.concatenate([self._inserted, tb[ins]])
+            self.bridged += int(ins.sum())
+        return np.column_stack([tb, cb])
 
 
 class _Track:
@@ -194,6 +222,10 @@ class ImpedancePipeline:
 
     def __init__(self, params: dict):
         p = self.params = params
+        if p.get('profile_mode', 'auto') == 'quasi_static':
+            raise ConfigError("parameter 'profile_mode': quasi_static is a batch mode (contact-dynamics "
+                              'impedance-profile); the online profiler fits the dynamic model: use auto or '
+                              'dynamic')
         self.edges = edges_from_params(p)
         self.joint_name = p['joint_name']
         self.force_source = p['force_source']
@@ -431,4 +463,5 @@ class ImpedancePipeline:
         out['wrench.overflowed'] = self.wrench_buffer.overflowed
         out['imu.overflowed'] = self.imu_buffer.overflowed
         out['sample_rate_hz'] = self.conditioner.measured_rate
+        out['bridged_samples'] = self.conditioner.bridged
         return out

@@ -21,12 +21,13 @@ from .segmented import regressor, segment_index, uniform_edges
 
 def adaptive_edges(x, v, a, F, lo: float, hi: float, *, cells: int = 48, v_min: float = 5e-3,
                    min_samples: int = 200, penalty: float | None = None, max_segments: int | None = None,
-                   correlation: float = 1.0, r=None) -> np.ndarray:
+                   correlation: float = 1.0, r=None, quasi_static: bool = False) -> np.ndarray:
     """Edges (m) of the BIC-optimal partition of [lo, hi] into runs of ``cells`` equal cells.
     ``correlation``: samples per independent residual (low-passed records: f_s / (2 f_c)); RSS and n are
     divided by it, otherwise the correlated residuals of a filtered record over-segment it. ``r``: the
     friction transient column (:mod:`.conditioning`), fitted alongside [a v x 1] in every candidate so that
-    filtered friction steps do not look like a change of the mechanism."""
+    filtered friction steps do not look like a change of the mechanism. ``quasi_static``: candidates are
+    fitted with [x 1] only (a force curve, :mod:`.quasistatic`; penalty 4 log(n / c) per segment)."""
     x, v, a, F = (np.asarray(y, dtype=float).ravel() for y in (x, v, a, F))
     r = np.zeros(len(x)) if r is None else np.asarray(r, dtype=float).ravel()
     grid = uniform_edges(lo, hi, cells)
@@ -36,7 +37,10 @@ def adaptive_edges(x, v, a, F, lo: float, hi: float, *, cells: int = 48, v_min: 
     ok &= cell >= 0
     if ok.sum() < 8:
         raise ValueError('too few moving samples inside [lo, hi] to place edges')
-    X = np.column_stack([regressor(x[ok], v[ok], a[ok]), r[ok]])
+    if quasi_static:
+        X = np.column_stack([x[ok], np.ones(int(ok.sum()))])
+    else:
+        X = np.column_stack([regressor(x[ok], v[ok], a[ok]), r[ok]])
     scale = np.sqrt(np.mean(X ** 2, axis=0))
     scale = np.where(scale > 0, scale, 1.0)
     X = X / scale
@@ -75,15 +79,16 @@ def adaptive_edges(x, v, a, F, lo: float, hi: float, *, cells: int = 48, v_min: 
     fine = [rss(i, i + 1) for i in range(cells)]
     finite = [f for f in fine if np.isfinite(f)]
     n_fine = sum(cn[k, i + 1] - cn[k, i] for k in (0, 1) for i in range(cells) if np.isfinite(fine[i]))
-    if finite and n_fine > 8 * len(finite):
-        sigma2 = sum(finite) / (n_fine - 8 * len(finite))
+    npar = 4 if quasi_static else 8                   # parameters per segment, both directions
+    if finite and n_fine > npar * len(finite):
+        sigma2 = sum(finite) / (n_fine - npar * len(finite))
     else:                                    # cells too sparse to be segments themselves: one segment's fit
-        sigma2 = rss(0, cells) / max(len(y) - 8, 1)
+        sigma2 = rss(0, cells) / max(len(y) - npar, 1)
     if not (np.isfinite(sigma2) and sigma2 > 0):
         raise ValueError('cannot estimate the residual variance: not enough samples per direction')
     corr = max(float(correlation), 1.0)
     sigma2 *= corr
-    pen = 8.0 * np.log(len(y) / corr) if penalty is None else float(penalty)
+    pen = (4.0 if quasi_static else 8.0) * np.log(len(y) / corr) if penalty is None else float(penalty)
     max_seg = max_segments or cells
     best = np.full((max_seg + 1, cells + 1), np.inf)
     back = np.zeros((max_seg + 1, cells + 1), dtype=int)
