@@ -39,6 +39,8 @@ def _cmd_run_bag(args) -> int:
     source = result.recovery.metadata if result.recovery is not None else ''
     if 'rebuilt' in source or 'unusable' in source:          # metadata.yaml missing or ignored: say so
         print(f'metadata: {source}')
+    if n_out == 0:
+        print(f'no estimates: {no_estimates_reason(result)}')
     for line in result.recovery.lines():
         print(line)
     functions = [load_target(n.summary) for n in registry().offline_nodes.values() if n.summary]
@@ -51,6 +53,26 @@ def _cmd_run_bag(args) -> int:
     if args.report:
         print(f'report written to {args.report}/summary.yaml and {args.report}/*.png')
     return 0
+
+
+def no_estimates_reason(result) -> str:
+    """Why a replay published nothing, from the nodes' own counters: the inputs none of whose messages was
+    accepted and every non-zero rejection counter (e.g. 'contact_estimator: joint_missing = 4000 of its
+    messages; input displacement accepted none')."""
+    if not result.input_messages:
+        return "the bag has no messages on the nodes' input topics"
+    parts = []
+    for node, status in result.status.items():
+        counts = {k: v for k, v in status.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        empty = sorted(k.rsplit('.', 1)[0] for k, v in counts.items() if k.endswith('.accepted') and v == 0)
+        refused = [f'{k} = {v:g}' for k, v in counts.items() if v and not k.endswith('.accepted')
+                   and any(w in k for w in ('missing', 'reject', 'malformed', 'nonfinite', 'out_of_order',
+                                            'unpaired', 'overflow', 'skipped', 'outlier', 'refused', 'error'))]
+        texts = [f'{k} = {v}' for k, v in status.items() if isinstance(v, str) and v
+                 and any(w in k for w in ('error', 'reason', 'note'))]
+        what = refused + texts + ([f"input {', '.join(empty)} accepted none"] if empty else [])
+        parts.append(f"{node}: {'; '.join(what) if what else 'no rejection counted (too little data for an estimate?)'}")
+    return ' | '.join(parts)
 
 
 def _summary_line(functions: list, msg_type: str, fields: dict) -> str:
