@@ -25,11 +25,33 @@ def test_console_scripts_are_installed():
         assert os.access(PREFIX / 'bin' / name, os.X_OK), name
 
 
-def test_launch_file_names_the_installed_executable_and_config():
-    tree = ast.parse((ROOT / 'launch/contact_estimation.launch.py').read_text())
-    strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
-    assert {'contact_dynamics', 'contact_estimator', 'contact_estimator.yaml', 'config'} <= strings
-    assert any(isinstance(n, ast.FunctionDef) and n.name == 'generate_launch_description' for n in ast.walk(tree))
+def test_cli_and_nodes_in_lib_run_with_the_builds_interpreter():
+    """lib/contact_dynamics holds the contact-dynamics CLI too (ros2 run contact_dynamics contact-dynamics), and
+    every executable there starts with the interpreter the package was built for (not whatever python3 is)."""
+    lib = PREFIX / 'lib/contact_dynamics'
+    for exe in sorted(lib.iterdir()):
+        assert os.access(exe, os.X_OK), exe
+        first = exe.read_text().splitlines()[0]
+        assert first.startswith('#!') and Path(first[2:]).resolve() == Path(sys.executable).resolve(), (exe, first)
+    assert (lib / 'contact-dynamics').is_file()
+
+
+def test_config_found_through_the_ament_index_outside_the_source_tree(tmp_path, monkeypatch):
+    """Installed elsewhere (colcon): config_dir() is get_package_share_directory('contact_dynamics')/config."""
+    from contact_dynamics_common import paths
+    prefix = tmp_path / 'install'
+    share = prefix / 'share/contact_dynamics'
+    (share / 'config').mkdir(parents=True)
+    (share / 'package.xml').write_text((ROOT / 'package.xml').read_text())
+    (prefix / 'share/ament_index/resource_index/packages').mkdir(parents=True)
+    (prefix / 'share/ament_index/resource_index/packages/contact_dynamics').write_text('')
+    (share / 'config' / 'm.yaml').write_text('x: 1\n')
+    monkeypatch.setenv('AMENT_PREFIX_PATH', str(prefix))
+    assert paths.package_share_dir() == share
+    monkeypatch.setattr(paths, '__file__', str(tmp_path / 'elsewhere/contact_dynamics_common/paths.py'))
+    assert paths.config_dir() == share / 'config'
+    assert paths.resolve_config_file('m.yaml') == share / 'config' / 'm.yaml'
+    assert paths.resolve_config_file('nope.yaml') is None
 
 
 def _launch_strings(path: Path) -> set:
