@@ -87,10 +87,12 @@ class Db3File(SummaryFile):
         self.topics = self.topic_types()
 
     def _header_size(self) -> int:
-        """File size the sqlite header gives (page size x page count; 0 when the header is unreadable)."""
+        """File size the sqlite header gives (page size x page count; 0 when the header is unreadable or
+        its page count is not valid: sqlite trusts it only when the change counter equals the
+        version-valid-for number)."""
         with open(self.path, 'rb') as f:
             head = f.read(100)
-        if len(head) < 100 or not head.startswith(b'SQLite format 3\x00'):
+        if len(head) < 100 or not head.startswith(b'SQLite format 3\x00') or head[24:28] != head[92:96]:
             return 0
         page = struct.unpack('>H', head[16:18])[0]
         return (65536 if page == 1 else page) * struct.unpack('>I', head[28:32])[0]
