@@ -751,14 +751,11 @@ def _omitted_directional(samples: ContactSamples, X: np.ndarray, F: np.ndarray, 
         L = min(L, max(2, int(round(bw.rate_hz / (16.0 * max(bw.excitation_hz, 1e-3))))))
     except ValueError:
         pass
-    if n <= 2 * L + 32:
-        return trust.Check(True, 'ok', 'omitted_directional', details={'note': 'window too short to test'})
-    span = t[2 * L:] - t[:-2 * L]
-    if not np.all(span > 0):
-        return trust.Check(True, 'ok', 'omitted_directional', details={'note': 'repeated stamps'})
     # the direction from a rate that shares no noise sample with row i's regressors or residual (a noisy
     # sign of the row's own xdot would correlate with the residual through the rate noise: errors in variables)
-    rate = (x[2 * L:] - x[:-2 * L]) / span
+    rate = _lagged_difference(t, x, L, 32, 'omitted_directional')
+    if isinstance(rate, trust.Check):
+        return rate
     v0 = 3.0 * noise_std(rate)
     if not v0 > 0:
         return trust.Check(True, 'ok', 'omitted_directional', details={'note': 'no rate noise level'})
@@ -776,6 +773,17 @@ def _omitted_directional(samples: ContactSamples, X: np.ndarray, F: np.ndarray, 
     return c
 
 
+def _lagged_difference(t: np.ndarray, y: np.ndarray, L: int, spare: int, kind: str) -> np.ndarray | trust.Check:
+    """(y[i+L] - y[i-L]) / (t[i+L] - t[i-L]) for the inner rows i in [L, n - L), or an ok Check saying why the
+    window cannot be tested (shorter than 2 L + ``spare`` samples, repeated stamps)."""
+    if len(y) <= 2 * L + spare:
+        return trust.Check(True, 'ok', kind, details={'note': 'window too short to test'})
+    span = t[2 * L:] - t[:-2 * L]
+    if not np.all(span > 0):
+        return trust.Check(True, 'ok', kind, details={'note': 'repeated stamps'})
+    return (y[2 * L:] - y[:-2 * L]) / span
+
+
 def _omitted_mass(samples: ContactSamples, X: np.ndarray, F: np.ndarray, alpha: float) -> trust.Check:
     """Is a mass term m xddot significant in F = k x + b xdot (+ m xddot)?
 
@@ -787,11 +795,8 @@ def _omitted_mass(samples: ContactSamples, X: np.ndarray, F: np.ndarray, alpha: 
     xd, t = samples.xd, samples.t
     L = _noise_lag(xd)
     n = len(xd)
-    if n <= 2 * L + 10:
-        return trust.Check(True, 'ok', 'omitted_regressor', details={'note': 'window too short to test'})
-    span = t[2 * L:] - t[:-2 * L]
-    if not np.all(span > 0):
-        return trust.Check(True, 'ok', 'omitted_regressor', details={'note': 'repeated stamps'})
-    z = (xd[2 * L:] - xd[:-2 * L]) / span
+    z = _lagged_difference(t, xd, L, 10, 'omitted_regressor')
+    if isinstance(z, trust.Check):
+        return z
     inner = slice(L, n - L)
     return trust.omitted_regressor(X[inner], F[inner], z, ('mass',), alpha=alpha)
