@@ -158,3 +158,56 @@ def test_contact_compare_resamples_jittered_recordings(tmp_path, capsys, bag, jo
     assert 'jittered stamps resampled to a uniform' in out
     summary = yaml.safe_load((tmp_path / 'cc' / 'summary.yaml').read_text())
     assert summary['samples'] > 50
+
+
+def _force_curve(seed: int):
+    """A press and release written here, independently of the estimator: x triangle 0 -> 4 mm -> 0 at
+    0.15 mm/s after a 3 s dwell, a piecewise-linear spring (400 N/m to 1.2 mm, -100 N/m to 3 mm, 800 N/m
+    beyond, continuous), hysteresis +-0.05 N by the direction of travel, 2 mN force noise, x quantised to
+    5 um, ~30 Hz stamps jittered 0.030-0.037 s with 3 % gaps of 0.08-0.15 s."""
+    rng = np.random.default_rng(seed)
+    d = rng.uniform(0.030, 0.037, 2400)
+    gaps = rng.random(len(d)) < 0.03
+    d[gaps] = rng.uniform(0.08, 0.15, int(gaps.sum()))
+    t = np.concatenate(([0.0], np.cumsum(d)))
+    speed, top, dwell = 1.5e-4, 4e-3, 3.0
+    t = t[t <= dwell + 2 * top / speed + 2.0]
+    ramp = np.clip(t - dwell, 0.0, None) * speed
+    x_true = np.where(ramp <= top, ramp, np.maximum(2 * top - ramp, 0.0))
+    v_sign = np.where((t > dwell) & (ramp <= top), 1.0, np.where((ramp > top) & (ramp < 2 * top), -1.0, 0.0))
+
+    def spring(x):
+        return np.where(x < 1.2e-3, 400 * x, np.where(x < 3e-3, 0.48 - 100 * (x - 1.2e-3),
+                                                      0.30 + 800 * (x - 3e-3)))
+    f_clean = 0.1 + spring(x_true) + 0.05 * v_sign
+    f = f_clean + rng.normal(0.0, 2e-3, len(t))
+    x = np.round(x_true / 5e-6) * 5e-6
+    return t, x, f, x_true, f_clean, v_sign
+
+
+@pytest.mark.parametrize('seed', [0, 1])
+def test_quasi_static_covers_an_independent_force_curve(seed):
+    from contact_dynamics_common.params import validate_all
+    from contact_estimation.impedance.config import PARAMS
+    from contact_estimation.impedance.report import profile_record_modes
+    from contact_estimation.impedance.segmented import FitOptions
+    t, x, f, x_true, f_clean, v_sign = _force_curve(seed)
+    params = validate_all(PARAMS, {'joint_name': 'stem', 'position_range': [0.0, 0.004], 'segments': 4,
+                                   'min_velocity': 5e-5, 'min_samples': 30})
+    options = FitOptions(v_min=params['min_velocity'], n_min=params['min_samples'])
+    _, _, qs, evidence = profile_record_modes(t, x, f, params, options)
+    assert qs is not None and evidence['chosen'] == 'quasi_static', evidence
+    pure = (0, 2, 3)                       # segments [0, 1), [2, 3), [3, 4] mm hold one slope
+    for dn, d, sgn in (('press', 0, 1.0), ('release', 1, -1.0)):
+        for j in range(4):
+            lo, hi = qs.edges[j], qs.edges[j + 1]
+            sel = (v_sign == sgn) & (x >= lo) & ((x <= hi) if j == 3 else (x < hi)) & (t >= 2.0)
+            k_true = np.polyfit(x_true[sel], f_clean[sel], 1)[0]     # the spring's LS slope on the bin
+            k, s = qs.theta[d, j, 0], np.sqrt(qs.cov[d, j, 0, 0])
+            if j in pure:
+                assert qs.valid[d, j], (dn, j, qs.reason[d][j])
+                assert s < 0.1 * abs(k_true), (dn, j, k, s)          # sigma not inflated into uselessness
+            if qs.valid[d, j]:
+                assert abs(k - k_true) <= 3 * s, (dn, j, k, k_true, s)
+    for j in pure:
+        assert abs(qs.hysteresis[j] - 0.1) <= 3 * qs.hysteresis_std[j], (j, qs.hysteresis, qs.hysteresis_std)

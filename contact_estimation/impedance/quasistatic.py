@@ -6,8 +6,9 @@ Per position segment j and direction of travel d (press: v > 0, release: v < 0):
 
     F = k_jd x + c_jd                                           (N; x in m (or rad), k in N/m (or N*m/rad))
 
-fitted by least squares on the *recorded* samples (x, F as logged; no filter, no derivative) whose filtered
-velocity is beyond the deadband (|v_f| > min_velocity; v_f only gives the direction). Reported with sigma:
+fitted by least squares on the *recorded* samples (x, F as logged; no filter, no derivative; samples next to
+a hole included) whose filtered velocity, interpolated at their stamps, is beyond the deadband
+(|v_f| > min_velocity; v_f only gives the direction). Reported with sigma:
 
 * k_jd (stiffness), c_jd (force offset: the intercept at x = 0), F_jd(x_c) (the branch force at the segment
   centre x_c);
@@ -18,7 +19,11 @@ velocity is beyond the deadband (|v_f| > min_velocity; v_f only gives the direct
 Sigma of (k, c): the larger of the OLS covariance and the Newey-West (HAC) sandwich on the bin's residuals
 in time order (a force curve's residuals are strongly correlated: the curve bends inside a segment), lags
 4 x the residuals' correlation length (at least 4), plus the first-order errors-in-variables bias of the
-noisy x (``trust.covariance.eiv_bias``, the white noise of x from the conditioning); combined by
+noisy x (``trust.covariance.eiv_bias``, the white noise of x from the conditioning), plus the quantisation
+term: an encoder step q on a slow ramp gives an error that beats with the sampling instead of averaging
+out, so its share of the slope is bounded, |dk| <= |k| (q / sqrt 12) / std(x in the bin), and of the level
+by |k| q / sqrt 12: they enter as d d^T + l l^T with d = dk [1, -mean x], l = [0, |k| q / sqrt 12] (q = the
+median step between distinct x values); combined by
 ``trust.covariance.combine`` and judged by ``trust.verdict.judge`` (prior: n >= min_samples, the condition
 number of [x 1] column-normalised <= max_condition).
 
@@ -139,16 +144,27 @@ def _lags(e: np.ndarray) -> int:
     return int(min(max(4, np.ceil(4 * length)), len(e) // 2))
 
 
+def position_resolution(x: np.ndarray) -> float:
+    """Quantisation step of a position record: the median gap between its distinct values (an encoder's
+    count; for an unquantised record a tiny number whose term vanishes)."""
+    u = np.unique(np.asarray(x, dtype=float)[np.isfinite(x)])
+    return float(np.median(np.diff(u))) if len(u) > 2 else 0.0
+
+
 def fit_quasi_static(t, x, F, direction, edges, *, min_samples: int = 200, max_condition: float = 1e6,
-                     sigma_x: float = 0.0, evidence: dict | None = None) -> QuasiStaticProfile:
+                     sigma_x: float = 0.0, resolution: float | None = None,
+                     evidence: dict | None = None) -> QuasiStaticProfile:
     """Fit the profile (module docstring) on samples (t s, x, F) with ``direction`` +1 (press), -1 (release)
-    or 0 (deadband: not used)."""
+    or 0 (deadband: not used). ``resolution``: the quantisation step of x (default: the median step between
+    its distinct values, :func:`position_resolution`)."""
     from contact_dynamics_common.trust.covariance import combine, eiv_bias, sandwich
     from contact_dynamics_common.trust.verdict import judge
     t, x, F, direction = (np.asarray(y, dtype=float).ravel() for y in (t, x, F, direction))
     edges = np.asarray(edges, dtype=float)
     nseg = len(edges) - 1
     seg = segment_index(x, edges)
+    if resolution is None:
+        resolution = position_resolution(x)
     shape = (2, nseg)
     theta = np.full(shape + (2,), np.nan)
     cov = np.full(shape + (2, 2), np.nan)
@@ -186,7 +202,16 @@ def fit_quasi_static(t, x, F, direction, edges, *, min_samples: int = 200, max_c
             bias = None
             if sigma_x > 0:
                 bias = eiv_bias(Xs, ths, np.diag([(sigma_x / scale[0]) ** 2, 0.0]))
-            hc = combine(own, sandwich=hac, eiv=bias)
+            quant = None
+            if resolution > 0:
+                # x quantised to steps q: the error e (|e| <= q/2) of a slow ramp is not white (it beats
+                # with the sampling), so its share of the slope is bounded, not averaged:
+                # |dk| <= |k| sigma_e / sigma_x(bin), sigma_e = q / sqrt(12); c moves by -dk mean(x)
+                dk = abs(ths[0] / scale[0]) * (resolution / np.sqrt(12.0)) / max(float(np.std(x[idx])), 1e-300)
+                dvec = np.array([dk, -dk * float(np.mean(x[idx]))]) * scale
+                level = np.array([0.0, abs(ths[0] / scale[0]) * resolution / np.sqrt(12.0)]) * scale
+                quant = np.outer(dvec, dvec) + np.outer(level, level)
+            hc = combine(own, sandwich=hac, eiv=bias, bias=quant)
             theta[d, j] = ths / scale
             cov[d, j] = hc.covariance / np.outer(scale, scale)
             rms[d, j] = float(np.sqrt(s2))
@@ -205,17 +230,22 @@ def fit_quasi_static(t, x, F, direction, edges, *, min_samples: int = 200, max_c
 
 def profile_conditioned(t_raw, x_raw, F_raw, conditioned, edges, *, v_min: float, min_samples: int,
                         max_condition: float = 1e6, evidence: dict | None = None) -> QuasiStaticProfile:
-    """The quasi-static profile of a record: the recorded (x, F) at the conditioned (kernel-centre) stamps,
-    the direction from the conditioned velocity (|v_f| <= v_min: not used)."""
+    """The quasi-static profile of a record: every recorded (x, F) sample inside the conditioned span is
+    fitted; its direction comes from the conditioned velocity v_f interpolated at its stamp (|v_f| <= v_min:
+    not used). The kernel drops the centres whose window spans a hole; the force curve needs no derivative,
+    so those samples are kept (otherwise every hole would leave a piece of the segment uncovered and bias
+    the slope of a curved force curve)."""
     c = conditioned
-    i = np.searchsorted(t_raw, c.t)
-    i = np.clip(i, 0, len(t_raw) - 1)
-    same = np.abs(t_raw[i] - c.t) <= 1e-12 * max(1.0, float(np.max(np.abs(c.t))) if len(c.t) else 1.0)
-    x, F, t = x_raw[i][same], F_raw[i][same], c.t[same]
-    v = c.v[same]
-    direction = np.where(v > v_min, 1.0, np.where(v < -v_min, -1.0, 0.0))
-    return fit_quasi_static(t, x, F, direction, edges, min_samples=min_samples, max_condition=max_condition,
-                            sigma_x=float(c.meta.get('sigma_x', 0.0) or 0.0), evidence=evidence)
+    t_raw, x_raw, F_raw = (np.asarray(y, dtype=float) for y in (t_raw, x_raw, F_raw))
+    if len(c.t) < 2:
+        direction = np.zeros(len(t_raw))
+    else:
+        inside = (t_raw >= c.t[0]) & (t_raw <= c.t[-1])
+        v = np.interp(t_raw, c.t, c.v)
+        direction = np.where(inside & (v > v_min), 1.0, np.where(inside & (v < -v_min), -1.0, 0.0))
+    return fit_quasi_static(t_raw, x_raw, F_raw, direction, edges, min_samples=min_samples,
+                            max_condition=max_condition, sigma_x=float(c.meta.get('sigma_x', 0.0) or 0.0),
+                            evidence=evidence)
 
 
 __all__ = ['QuasiStaticProfile', 'fit_quasi_static', 'profile_conditioned', 'quasi_static_evidence',

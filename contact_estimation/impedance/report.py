@@ -140,8 +140,17 @@ def profile_bag(bag_path: str, params: dict, options: FitOptions, *, cutoff_hz: 
     """(profile, conditioned, truth, quasi_static_profile or None, evidence) of a bag. ``mode`` (default the
     params' profile_mode): 'dynamic', 'quasi_static' or 'auto' (quasi_static when the dynamic fit separates
     m from k in no bin, :func:`.quasistatic.quasi_static_evidence`)."""
-    from .quasistatic import profile_conditioned, quasi_static_evidence
     t, x, f, truth, a = load_record(bag_path, params)
+    prof, c, qs, evidence = profile_record_modes(t, x, f, params, options, a=a, cutoff_hz=cutoff_hz, filtered=filtered,
+                                        t_skip=t_skip, auto_edges=auto_edges, mode=mode)
+    return prof, c, truth, qs, evidence
+
+
+def profile_record_modes(t, x, f, params: dict, options: FitOptions, *, a=None, cutoff_hz: float | None = None,
+                filtered: bool = True, t_skip: float = 2.0, auto_edges: str = '', mode: str | None = None):
+    """impedance-profile on one record (t s, x, F [, measured a]): (dynamic profile, conditioned,
+    quasi-static profile or None, evidence); see :func:`profile_bag`."""
+    from .quasistatic import profile_conditioned, quasi_static_evidence
     mode = mode or params['profile_mode']
     dyn_edges = '' if auto_edges == 'adaptive' and mode == 'quasi_static' else auto_edges
     try:
@@ -169,7 +178,7 @@ def profile_bag(bag_path: str, params: dict, options: FitOptions, *, cutoff_hz: 
                                  evidence=evidence)
     else:
         evidence['chosen'] = 'dynamic' if mode == 'auto' else 'dynamic (selected)'
-    return prof, c, truth, qs, evidence
+    return prof, c, qs, evidence
 
 
 def write_quasi_static(q, out: Path, meta: dict) -> list[dict]:
