@@ -90,8 +90,10 @@ def main(argv: list[str] | None = None) -> int:
             return 0
     # the twist's robust noise level (slip σ term), as the node does from the same stream
     noise = tuple(robust_noise(np.abs(np.diff(a, 4, axis=0))) for a in (tr.v, tr.w))
+    q = tr.q * np.sign(np.einsum('ni,i->n', tr.q, tr.q[0]) + 1e-300)[:, None]
+    pose_noise = (robust_noise(np.abs(np.diff(tr.p, 4, axis=0))), robust_noise(np.abs(2 * np.diff(q[:, :3], 4, axis=0))))
     est = estimate(cs, tr.force, tr.moment, formulation=args.formulation, moment_scale=args.moment_scale,
-                   twist_noise=noise)
+                   twist_noise=noise, pose_noise=pose_noise)
     T = len(tr.t)
     fits = local_fits(regressor(cs, T, args.formulation, args.moment_scale),
                       measurement(tr.force, tr.moment, args.formulation, args.moment_scale), cs.count)

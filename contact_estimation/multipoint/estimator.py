@@ -26,8 +26,9 @@ explained by the others), bound activity, the residual and an honest covariance 
 - bias (pulling): ΔΔᵀ, Δ = estimate over the instants where the fitted law pushes at every contact
   (k δ + b δ̇ ≥ 0) − estimate: a contact that cannot pull (clipped law) biases KV through those instants;
 - a floating-point floor (1e-9 |θ|)²;
-- no errors-in-variables term: the attenuation by regressor noise is not modelled separately (the sandwich
-  holds its variance, the bandwidth term part of its bias; see doc/trust/multipoint.md).
+- eiv: ΔΔᵀ, Δ = estimate with one more draw of the inputs' own noise added to the regressors (twist,
+  position and orientation σ estimated robustly from the streams' 4th differences) − estimate: about the
+  attenuation bias that regressor noise causes (SIMEX's first step; its variance is in the sandwich).
 The verdict (``valid`` + ``reason``) refuses an estimate when the regressor is rank deficient or
 ill-conditioned, a parameter is not excited or at its bound, k ≤ 0, or the model leaves more than
 ``max_residual_fraction`` of the wrench unexplained; then the shared ``trust.verdict.judge`` requires every
@@ -42,6 +43,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.optimize import lsq_linear
+from scipy.special import ndtri
 
 from contact_dynamics_common.trust.checks import omitted_regressor
 from contact_dynamics_common.trust.covariance import combine, sandwich, spd
@@ -140,6 +142,52 @@ def friction_columns(cs: ContactSet, formulation: str = 'force', moment_scale: f
     return np.concatenate(parts, axis=1)
 
 
+def _unit_normals(ids: np.ndarray, channel: int) -> np.ndarray:
+    """(n, 3) standard-normal numbers fixed by (instant id, channel): a counter hash through the normal
+    quantile, so that a row's draw never depends on how the stream was batched."""
+    ids = np.asarray(ids, np.uint64)[:, None]
+    j = np.arange(3, dtype=np.uint64)[None, :] + np.uint64(3 * channel)
+    h = (ids * np.uint64(0x9E3779B97F4A7C15) + j * np.uint64(0xBF58476D1CE4E5B9)) & np.uint64(0xFFFFFFFFFFFFFFFF)
+    h ^= h >> np.uint64(31)
+    h = (h * np.uint64(0x94D049BB133111EB)) & np.uint64(0xFFFFFFFFFFFFFFFF)
+    h ^= h >> np.uint64(29)
+    u = ((h >> np.uint64(11)).astype(np.float64) + 0.5) / float(2 ** 53)
+    return ndtri(u)
+
+
+def noise_columns(cs: ContactSet, ids: np.ndarray, n_instants: int, formulation: str = 'force',
+                  moment_scale: float = 0.1) -> tuple[np.ndarray, ...]:
+    """How one fixed random draw of unit input noise moves each instant's regressor columns (the EIV term's
+    rows): U_v, U_w (T, m) — the damping column per unit σ of the linear / angular twist noise
+    (δ̇_i += −(ξ_v + ξ_ω × l_i)·n_i) — and U_x, U_φ (T, m, 2) — the stiffness and friction columns per unit σ
+    of the position / orientation noise (δ_i += −(ξ_x + ξ_φ × l_i)·n_i). ``ids``: one id per instant."""
+    from dataclasses import replace
+    kk = cs.k
+    ids = np.asarray(ids)
+    xi = [_unit_normals(ids, c)[kk] for c in range(4)]
+    proj = lambda a, rot: -np.einsum('ci,ci->c', (np.cross(a, cs.lever) if rot else a), cs.n)
+    T = int(n_instants)
+    out = []
+    for c, rot in ((0, False), (1, True)):
+        out.append(regressor(replace(cs, delta_dot=proj(xi[c], rot)), T, formulation, moment_scale)[:, :, 1])
+    for c, rot in ((2, False), (3, True)):
+        out.append(regressor(replace(cs, delta=proj(xi[c], rot)), T, formulation, moment_scale)[:, :, [0, 2]])
+    return tuple(out)
+
+
+def eiv_alternative(A: np.ndarray, U_v, U_w, U_x, U_p, sigma_v: float, sigma_w: float, sigma_x: float,
+                    sigma_p: float) -> np.ndarray:
+    """Rows with one more draw of the inputs' own noise added (``noise_columns`` scaled by the estimated
+    σ of twist, position and orientation): refitting them doubles the noise variance in the regressors, so
+    the estimate moves by about the attenuation bias the noise already causes (errors in variables, SIMEX's
+    first step)."""
+    out = np.array(A, float, copy=True)
+    out[:, :, 1] += sigma_v * U_v + sigma_w * U_w
+    out[:, :, 0] += sigma_x * U_x[:, :, 0] + sigma_p * U_p[:, :, 0]
+    out[:, :, 2] += sigma_x * U_x[:, :, 1] + sigma_p * U_p[:, :, 1]
+    return out
+
+
 #: candidate terms of the model-mismatch test (``mismatch_columns``)
 MISMATCH_NAMES = ('delta^2 (stiffening)', 'delta*delta_dot (Hunt-Crossley damping)', 'delta_dot*t (damping in friction)')
 #: the omitted terms must carry more than this share of the wrench rms to refuse (effect size)
@@ -220,16 +268,18 @@ def honest_covariance(cov_white: np.ndarray, theta: np.ndarray, residual_cov: np
                       cov_terms: dict | None = None) -> np.ndarray:
     """Total covariance of θ = [k, b, μk] (3×3, θ units) by the shared rule ``trust.covariance.combine``:
     base = the HAC sandwich ``residual_cov`` (per parameter at least the white-residual σ²(ΦᵀΦ)⁻¹), plus
-    ``cov_terms['bandwidth']`` as its conditioning term and the sum of the others (``'interpolation'``,
-    ``'slip'``, ``'pulling'``) as its bias term (ΔΔᵀ each), plus the floating-point floor diag((1e-9 θ)²). A rank-deficient (non-finite) white form stays
+    ``cov_terms['bandwidth']`` as its conditioning term, ``cov_terms['eiv']`` as its errors-in-variables
+    term and the sum of the others (``'interpolation'``, ``'slip'``, ``'pulling'``) as its bias term (ΔΔᵀ
+    each), plus the floating-point floor diag((1e-9 θ)²). A rank-deficient (non-finite) white form stays
     non-finite (the caller's "unknown"); a non-finite term makes the total 1e300 I (unknown)."""
     C = np.asarray(cov_white, float)
     if not np.all(np.isfinite(C)):
         return C
     terms = cov_terms or {}
     hac = residual_cov if residual_cov is not None and np.all(np.isfinite(residual_cov)) else None
-    rest = [np.asarray(v, float) for k, v in terms.items() if k != 'bandwidth' and v is not None]
-    total = combine(C, sandwich=hac, conditioning=terms.get('bandwidth'), bias=sum(rest) if rest else None)
+    rest = [np.asarray(v, float) for k, v in terms.items() if k not in ('bandwidth', 'eiv') and v is not None]
+    total = combine(C, sandwich=hac, conditioning=terms.get('bandwidth'), eiv=terms.get('eiv'),
+                    bias=sum(rest) if rest else None)
     return spd(total.covariance + np.diag((FLOAT_FLOOR * np.abs(np.asarray(theta, float))) ** 2))
 
 
@@ -455,10 +505,12 @@ def local_fits(blocks: np.ndarray, y: np.ndarray, count: np.ndarray) -> LocalFit
 
 def estimate(cs: ContactSet, force, moment=None, *, formulation: str = 'force', moment_scale: float = 0.1,
              bounded: bool = True, thresholds: Thresholds | None = None,
-             twist_noise: tuple[float, float] | None = None) -> MultiPointEstimate:
+             twist_noise: tuple[float, float] | None = None,
+             pose_noise: tuple[float, float] | None = None) -> MultiPointEstimate:
     """Global estimate from contact kinematics and the measured resultant wrench (one row block per instant),
     with the σ terms the kinematics allow: residual sandwich, pulling term, and — given the twist noise
-    (σ_v m/s, σ_ω rad/s, e.g. ``robust_noise`` of the twist's 4th differences) — the slip term."""
+    (σ_v m/s, σ_ω rad/s, e.g. ``robust_noise`` of the twist's 4th differences) — the slip term, and with the
+    pose noise too (σ_x m, σ_φ rad) the EIV term."""
     T = len(cs.count)
     blocks = regressor(cs, T, formulation, moment_scale)
     moment = np.zeros((T, 3)) if moment is None else moment
@@ -476,6 +528,9 @@ def estimate(cs: ContactSet, force, moment=None, *, formulation: str = 'force', 
         alts['slip'] = (slip_alternative(A, row[sl], np.linalg.norm(cs.v_t[sl], axis=1),
                                          np.linalg.norm(cs.lever[sl], axis=1),
                                          friction_columns(cs, formulation, moment_scale)[sl], *twist_noise), yu)
+    if twist_noise is not None and pose_noise is not None:
+        U = [u[use] for u in noise_columns(cs, np.arange(T), T, formulation, moment_scale)]
+        alts['eiv'] = (eiv_alternative(A, *U, *twist_noise, *pose_noise), yu)
     check = mismatch_check(A, yu, mismatch_columns(cs, T, formulation, moment_scale)[use])
     return global_fit(A.reshape(-1, 3), yu.reshape(-1), cov_terms=alternative_terms(first.theta, alts, formulation),
                       checks=(check,), **common)

@@ -40,12 +40,13 @@ from contact_estimation.geometry.body import CompoundBody, load_geometry
 from contact_estimation.geometry.contacts import ContactKinematics, ContactSet
 from contact_estimation.geometry.rotations import quat_multiply, quat_to_matrix, twist_from_poses
 
-from .estimator import (MultiPointEstimate, Thresholds, alternative_terms, friction_columns, global_fit_gram, gram,
-                        measurement, mismatch_check, mismatch_columns, pulling_alternative, regressor,
-                        residual_sandwich, robust_noise, slip_alternative)
+from .estimator import (MultiPointEstimate, Thresholds, alternative_terms, eiv_alternative, friction_columns,
+                        global_fit_gram, gram, measurement, mismatch_check, mismatch_columns, noise_columns,
+                        pulling_alternative, regressor, residual_sandwich, robust_noise, slip_alternative)
 
 _POSE_COLS = ('_p_t', '_p_x', '_p_q', '_p_v', '_p_w', '_p_v2', '_p_w2', '_p_known', '_p_start', '_p_noise_done')
-_ROW_COLS = ('_rows_t', '_rows_id', '_rows_A', '_rows_y', '_rows_A_bw', '_rows_A_in', '_rows_y_in', '_rows_Z')
+_ROW_COLS = ('_rows_t', '_rows_id', '_rows_A', '_rows_y', '_rows_A_bw', '_rows_A_in', '_rows_y_in', '_rows_Z',
+             '_rows_Uv', '_rows_Uw', '_rows_Ux', '_rows_Up')
 _CONTACT_COLS = ('_c_id', '_c_speed', '_c_lever', '_c_fcol', '_n_id', '_n_delta', '_n_ddot')
 #: a pose step longer than this many times the median of the five before it is a hole
 HOLE_PERIODS = 4.0
@@ -116,6 +117,8 @@ class MultiPointPipeline:
         self._noise_t = np.zeros(0, np.int64)        # twist-noise record: stamp, |4th differences| of v and ω
         self._noise_v = np.zeros((0, 3))
         self._noise_w = np.zeros((0, 3))
+        self._noise_x = np.zeros((0, 3))             # ... and of the position and orientation (rotation vector)
+        self._noise_p = np.zeros((0, 3))
         self._next_id = 0
         self._rows_id = np.zeros(0, np.int64)
         self._c_id = np.zeros(0, np.int64)           # per sliding contact: its instant's id, slip speed, |lever|,
@@ -132,6 +135,9 @@ class MultiPointPipeline:
         self._rows_A_in = np.zeros((0, self.rows_per_instant, 3))     # rows with linearly interpolated poses
         self._rows_y_in = np.zeros((0, self.rows_per_instant))
         self._rows_Z = np.zeros((0, self.rows_per_instant, 3))      # the model-mismatch test's candidate terms
+        m = self.rows_per_instant                                    # the EIV term's unit-noise columns
+        self._rows_Uv, self._rows_Uw = np.zeros((0, m)), np.zeros((0, m))
+        self._rows_Ux, self._rows_Up = np.zeros((0, m, 2)), np.zeros((0, m, 2))
         self._stats = [np.zeros((3, 3)), np.zeros(3), 0.0, 0]        # AᵀA, Aᵀy, yᵀy, rows of the window
         self.latest: Latest | None = None
         self.estimate: MultiPointEstimate | None = None
@@ -287,10 +293,16 @@ class MultiPointPipeline:
             c = np.array([1.0, -4.0, 6.0, -4.0, 1.0])
             dv = np.einsum('k,nkj->nj', c, self._p_v[lag])
             dw = np.einsum('k,nkj->nj', c, self._p_w[lag])
+            dx = np.einsum('k,nkj->nj', c, self._p_x[lag])
+            q = self._p_q[lag]                                            # sign-aligned to the newest
+            q = q * np.sign(np.einsum('nki,ni->nk', q, q[:, 0]) + 1e-300)[:, :, None]
+            dp = 2.0 * np.einsum('k,nkj->nj', c, q[:, :, :3])              # small rotations: 2 vec(q)
             use = same & np.isfinite(dv).all(1) & np.isfinite(dw).all(1)
             self._noise_t = np.r_[self._noise_t, self._p_t[i[use]]]
             self._noise_v = np.r_[self._noise_v, np.abs(dv[use])]
             self._noise_w = np.r_[self._noise_w, np.abs(dw[use])]
+            self._noise_x = np.r_[self._noise_x, np.abs(dx[use])]
+            self._noise_p = np.r_[self._noise_p, np.abs(dp[use])]
         self._p_noise_done[todo] = True
         del n
 
@@ -304,7 +316,8 @@ class MultiPointPipeline:
         self._rows_y = self._rows_y[:0]
         for name in _ROW_COLS + _CONTACT_COLS:
             setattr(self, name, getattr(self, name)[:0])
-        self._noise_t, self._noise_v, self._noise_w = self._noise_t[:0], self._noise_v[:0], self._noise_w[:0]
+        for name in ('_noise_t', '_noise_v', '_noise_w', '_noise_x', '_noise_p'):
+            setattr(self, name, getattr(self, name)[:0])
         self._stats = [np.zeros((3, 3)), np.zeros(3), 0.0, 0]
         self.latest, self.estimate, self.newest_ns = None, None, 0
         wrench_side = source == 'wrench'
@@ -431,6 +444,11 @@ class MultiPointPipeline:
         self._rows_A_in = np.concatenate([self._rows_A_in, A_in[contact]])
         self._rows_y_in = np.concatenate([self._rows_y_in, y_in[contact]])
         self._rows_Z = np.concatenate([self._rows_Z, mismatch_columns(cs, n, form, ms)[contact]])
+        Uv, Uw, Ux, Up = noise_columns(cs, ids, n, form, ms)
+        self._rows_Uv = np.concatenate([self._rows_Uv, Uv[contact]])
+        self._rows_Uw = np.concatenate([self._rows_Uw, Uw[contact]])
+        self._rows_Ux = np.concatenate([self._rows_Ux, Ux[contact]])
+        self._rows_Up = np.concatenate([self._rows_Up, Up[contact]])
         self._accumulate(A[contact], y[contact])
         self.latest = Latest(int(t[-1]), cs.at(n - 1))
         self.newest_ns = int(t[-1])
@@ -490,13 +508,27 @@ class MultiPointPipeline:
             return None, {}
         theta = first.theta
         sv, sw = self.twist_noise()
+        sx, sp = self.pose_noise()
         row = np.searchsorted(self._rows_id, self._c_id)
         nrow = np.searchsorted(self._rows_id, self._n_id)
         alts = {'bandwidth': (self._rows_A_bw, self._rows_y), 'interpolation': (self._rows_A_in, self._rows_y_in),
                 'slip': (slip_alternative(self._rows_A, row, self._c_speed, self._c_lever, self._c_fcol, sv, sw),
                          self._rows_y),
-                'pulling': pulling_alternative(self._rows_A, self._rows_y, nrow, self._n_delta, self._n_ddot, theta)}
+                'pulling': pulling_alternative(self._rows_A, self._rows_y, nrow, self._n_delta, self._n_ddot, theta),
+                'eiv': (eiv_alternative(self._rows_A, self._rows_Uv, self._rows_Uw, self._rows_Ux, self._rows_Up,
+                                        sv, sw, sx, sp), self._rows_y)}
         return hac, alternative_terms(theta, alts, self.params['formulation'])
+
+    def _noise_window(self) -> np.ndarray:
+        lo = self._rows_t[0] if self.params['window'] > 0 else -1
+        return (self._noise_t <= self._rows_t[-1]) & (self._noise_t >= lo)
+
+    def pose_noise(self) -> tuple[float, float]:
+        """Robust white-noise σ of the position (m) and orientation (rad) components over the window."""
+        if not len(self._noise_t) or not len(self._rows_t):
+            return 0.0, 0.0
+        use = self._noise_window()
+        return robust_noise(self._noise_x[use]), robust_noise(self._noise_p[use])
 
     def twist_noise(self) -> tuple[float, float]:
         """Robust white-noise σ of the twist components (m/s, rad/s) over the estimation window
