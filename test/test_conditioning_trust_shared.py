@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from contact_dynamics_common.signal.conditioning import (CausalKernel, choose_bandwidth, filtered_derivatives,
-                                                         hole_segments, kernel_filter, kernel_half, noise_std, parallel_filter,
-                                                         stamp_jitter)
+                                                         hole_segments, kernel_filter, kernel_half, noise_std,
+                                                         parallel_filter, stamp_jitter)
 from contact_dynamics_common.trust import covariance as hc
 from contact_dynamics_common.trust.checks import Check
 from contact_dynamics_common.trust.verdict import identified, judge

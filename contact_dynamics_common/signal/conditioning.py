@@ -24,8 +24,8 @@ For regressor columns that are *already built* (e.g. a PKM regressor from measur
 its parameters with the columns as measured).
 
 **Bandwidth from the data** (:func:`choose_bandwidth`): the top of the excitation band f_exc from the Welch
-PSD of x (:func:`excitation_top`, noise floor excluded); the kernel cut-off is ``factor`` x f_exc (default 4), kept between
-a floor and 0.4 x Nyquist; a second, defensible cut-off (``alternative_ratio`` x, default 0.6 of it, still
+PSD of x (:func:`excitation_top`, noise floor excluded); the kernel cut-off is ``factor`` x f_exc (default 4),
+kept between a floor and 0.4 x Nyquist; a second, defensible cut-off (``alternative_ratio`` x, default 0.6 of it, still
 >= 2 f_exc) is returned for the conditioning term of :mod:`contact_dynamics_common.trust.covariance` (how much
 the estimate moves between the two bandwidths). Both are stated in :class:`Bandwidth`
 (``as_dict()`` for the published extras).

@@ -31,6 +31,8 @@ from dataclasses import replace
 import numpy as np
 
 from contact_dynamics_common import trust
+from contact_dynamics_common.signal import conditioning as cond
+from contact_dynamics_common.trust import covariance as hcov
 from contact_dynamics_common.trust import verdict as shared_verdict
 
 from .estimate import ContactEstimate, make_spd
@@ -586,8 +588,6 @@ def _parallel_reference(samples: ContactSamples, model, keep: tuple[bool, ...] |
     'bands' (:func:`_band_consistency`)}. ``keep``: the parameters fitted (the identifiable ones: an
     unexcited column is left out; its entries are 0).
     """
-    from contact_dynamics_common.signal import conditioning as cond
-    from contact_dynamics_common.trust import covariance as hcov
     n, p = len(samples), model.size
     if n < 64:
         return None
@@ -620,8 +620,8 @@ def _parallel_reference(samples: ContactSamples, model, keep: tuple[bool, ...] |
     sigma_x = cond.noise_std(x[a:b])
     period = 1.0 / bw.rate_hz
     half = cond.kernel_half(bw.width_s, period)
-    rows = cond._kernel_rows(np.arange(2 * half + 1) * period, bw.width_s, half, orders)
-    sigma_e = hcov.kernel_error_covariance({o: rows[o][0] for o in orders}, sigma_x, orders)[np.ix_(cols_kept, cols_kept)]
+    weights = cond.uniform_kernel_weights(bw.width_s, period, orders, half=half)
+    sigma_e = hcov.kernel_error_covariance(weights, sigma_x, orders)[np.ix_(cols_kept, cols_kept)]
     bias = hcov.eiv_bias(X, theta, sigma_e)
     honest = hcov.combine(sw, eiv=bias, conditioning=hcov.conditioning(theta, fits[1][0]))
     bands = None
@@ -647,13 +647,11 @@ def _band_consistency(t: np.ndarray, X: np.ndarray, y: np.ndarray, ok: np.ndarra
     at f_s, the frequency below which half the deformation's power lies: low = h_s * (X, y), high = (X, y) - low (both
     linear filters: the model holds exactly in each band). Each band is fitted by least squares with its HAC
     sandwich and EIV bias (``trust.covariance``; the band's regressor noise from ``noise_X``, white noise of the
-    measured level through the same kernels and band split). A parameter that differs by more than BAND_Z combined sigma and
-    BAND_REL of its value fails: ``model mismatch suspected: <name> differs between frequency bands``
+    measured level through the same kernels and band split). A parameter that differs by more than BAND_Z
+    combined sigma and BAND_REL of its value fails: ``model mismatch suspected: <name> differs between frequency bands``
     (frequency-dependent loss such as hysteresis, an omitted mass or friction). None when a band is too
     poorly excited to tell."""
     from scipy.signal import welch
-    from contact_dynamics_common.signal import conditioning as cond
-    from contact_dynamics_common.trust import covariance as hcov
     idx = np.flatnonzero(ok)
     if len(idx) < 400:
         return None
@@ -741,13 +739,11 @@ def _omitted_directional(samples: ContactSamples, X: np.ndarray, F: np.ndarray, 
     correlation, as for the mass test), v0 = 3 x the noise level of v (``signal.conditioning.noise_std``): +-1 while
     the deformation clearly grows / shrinks, ~0 on a plateau where the rate is noise. Coulomb friction and a
     hysteretic spring's two branches both show as such a term. HAC Wald test (``trust.omitted_regressor``)."""
-    from contact_dynamics_common.signal.conditioning import noise_std
-    from contact_dynamics_common.signal.conditioning import choose_bandwidth
     t, x = samples.t, samples.x
     n = len(x)
     L = _noise_lag(samples.xd)
     try:           # the direction must follow the top tone: a rate over at most 1/16 of its period
-        bw = choose_bandwidth(t, x)
+        bw = cond.choose_bandwidth(t, x)
         L = min(L, max(2, int(round(bw.rate_hz / (16.0 * max(bw.excitation_hz, 1e-3))))))
     except ValueError:
         pass
@@ -756,7 +752,7 @@ def _omitted_directional(samples: ContactSamples, X: np.ndarray, F: np.ndarray, 
     rate = _lagged_difference(t, x, L, 32, 'omitted_directional')
     if isinstance(rate, trust.Check):
         return rate
-    v0 = 3.0 * noise_std(rate)
+    v0 = 3.0 * cond.noise_std(rate)
     if not v0 > 0:
         return trust.Check(True, 'ok', 'omitted_directional', details={'note': 'no rate noise level'})
     inner = slice(L, n - L)
