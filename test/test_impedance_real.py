@@ -52,8 +52,9 @@ def _dome_samples():
     return t, js['position'][:, 0], js['effort'][:, 0]
 
 
-def test_dome_quasi_static_profile_matches_an_independent_fit(tmp_path, capsys):
-    rc, doc = _profile(tmp_path, DOME, DOME_PARAMS)
+@pytest.mark.parametrize('segments', [4, 8])
+def test_dome_quasi_static_profile_matches_an_independent_fit(tmp_path, capsys, segments):
+    rc, doc = _profile(tmp_path, DOME, dict(DOME_PARAMS, segments=segments))
     out = capsys.readouterr().out
     assert rc == 0, out
     assert 'QUASI-STATIC' in doc['verdict'] and doc['quasi_static_evidence']['chosen'] == 'quasi_static'
@@ -77,7 +78,7 @@ def test_dome_quasi_static_profile_matches_an_independent_fit(tmp_path, capsys):
         checked += 1
     # every segment has a valid stiffness in both directions, and the dome's collapse (about 1-3 mm,
     # README) is a negative stiffness well beyond its sigma in both directions
-    assert checked == len(rows) == 8
+    assert checked == len(rows) == 2 * segments
     collapse = [r for r in rows if r['x_lo'] >= 0.001 and r['x_hi'] <= 0.0033]
     assert collapse and all(r['stiffness'] < -3 * r['stiffness_std'] for r in collapse)
     first = [r for r in rows if r['segment'] == 0]

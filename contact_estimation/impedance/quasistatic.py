@@ -7,8 +7,9 @@ Per position segment j and direction of travel d (press: v > 0, release: v < 0):
     F = k_jd x + c_jd                                           (N; x in m (or rad), k in N/m (or N*m/rad))
 
 fitted by least squares on the *recorded* samples (x, F as logged; no filter, no derivative; samples next to
-a hole included) whose filtered velocity, interpolated at their stamps, is beyond the deadband
-(|v_f| > min_velocity; v_f only gives the direction). Reported with sigma:
+a hole and at the record's ends included) whose velocity - the filtered v_f interpolated at their stamps, a
+local least-squares slope where the kernel has no complete window - is beyond the deadband
+(|v| > min_velocity; v only gives the direction). Reported with sigma:
 
 * k_jd (stiffness), c_jd (force offset: the intercept at x = 0), F_jd(x_c) (the branch force at the segment
   centre x_c);
@@ -228,25 +229,42 @@ def fit_quasi_static(t, x, F, direction, edges, *, min_samples: int = 200, max_c
                               hysteresis_std=hyst_std, evidence=dict(evidence or {}))
 
 
+def local_slope(t: np.ndarray, x: np.ndarray, half_s: float) -> np.ndarray:
+    """Least-squares slope dx/dt of the samples within +-half_s of every stamp (windows truncated at the
+    record's ends; real stamps, no filter state): a direction of travel where the kernel has no complete
+    window."""
+    t, x = np.asarray(t, dtype=float), np.asarray(x, dtype=float)
+    tc = t - t[0]
+    lo = np.searchsorted(tc, tc - half_s, side='left')
+    hi = np.searchsorted(tc, tc + half_s, side='right')
+    cs = [np.concatenate(([0.0], np.cumsum(y))) for y in (np.ones_like(tc), tc, x, tc * tc, tc * x)]
+    n, st, sx, stt, stx = (c[hi] - c[lo] for c in cs)
+    den = n * stt - st * st
+    return np.where(den > 0, (n * stx - st * sx) / np.where(den > 0, den, 1.0), 0.0)
+
+
 def profile_conditioned(t_raw, x_raw, F_raw, conditioned, edges, *, v_min: float, min_samples: int,
-                        max_condition: float = 1e6, evidence: dict | None = None) -> QuasiStaticProfile:
-    """The quasi-static profile of a record: every recorded (x, F) sample inside the conditioned span is
-    fitted; its direction comes from the conditioned velocity v_f interpolated at its stamp (|v_f| <= v_min:
-    not used). The kernel drops the centres whose window spans a hole; the force curve needs no derivative,
-    so those samples are kept (otherwise every hole would leave a piece of the segment uncovered and bias
-    the slope of a curved force curve)."""
+                        max_condition: float = 1e6, t_skip: float = 0.0,
+                        evidence: dict | None = None) -> QuasiStaticProfile:
+    """The quasi-static profile of a record: every recorded (x, F) sample from ``t_skip`` on is fitted; its
+    direction comes from the conditioned velocity v_f interpolated at its stamp (|v_f| <= v_min: not used),
+    and, before the first and after the last complete kernel window, from :func:`local_slope` over the
+    kernel's reach. The kernel drops the centres whose window spans a hole or the record's end; the force
+    curve needs no derivative, so those samples are kept (otherwise every hole and both ends would leave a
+    piece of the segment uncovered and bias the slope of a curved force curve)."""
     c = conditioned
     t_raw, x_raw, F_raw = (np.asarray(y, dtype=float) for y in (t_raw, x_raw, F_raw))
-    if len(c.t) < 2:
-        direction = np.zeros(len(t_raw))
-    else:
+    half = 5.0 * c.width_s if np.isfinite(c.width_s) else 10.0 / c.rate_hz
+    v = local_slope(t_raw, x_raw, half)
+    if len(c.t) >= 2:
         inside = (t_raw >= c.t[0]) & (t_raw <= c.t[-1])
-        v = np.interp(t_raw, c.t, c.v)
-        direction = np.where(inside & (v > v_min), 1.0, np.where(inside & (v < -v_min), -1.0, 0.0))
+        v = np.where(inside, np.interp(t_raw, c.t, c.v), v)
+    use = t_raw >= t_raw[0] + t_skip
+    direction = np.where(use & (v > v_min), 1.0, np.where(use & (v < -v_min), -1.0, 0.0))
     return fit_quasi_static(t_raw, x_raw, F_raw, direction, edges, min_samples=min_samples,
                             max_condition=max_condition, sigma_x=float(c.meta.get('sigma_x', 0.0) or 0.0),
                             evidence=evidence)
 
 
-__all__ = ['QuasiStaticProfile', 'fit_quasi_static', 'profile_conditioned', 'quasi_static_evidence',
+__all__ = ['QuasiStaticProfile', 'fit_quasi_static', 'profile_conditioned', 'local_slope', 'position_resolution', 'quasi_static_evidence',
            'QS_PARAMS', 'QS_MODEL', 'NOT_IDENTIFIABLE']

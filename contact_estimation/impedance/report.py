@@ -147,7 +147,7 @@ def profile_bag(bag_path: str, params: dict, options: FitOptions, *, cutoff_hz: 
 
 
 def profile_record_modes(t, x, f, params: dict, options: FitOptions, *, a=None, cutoff_hz: float | None = None,
-                filtered: bool = True, t_skip: float = 2.0, auto_edges: str = '', mode: str | None = None):
+                         filtered: bool = True, t_skip: float = 2.0, auto_edges: str = '', mode: str | None = None):
     """impedance-profile on one record (t s, x, F [, measured a]): (dynamic profile, conditioned,
     quasi-static profile or None, evidence); see :func:`profile_bag`."""
     from .quasistatic import profile_conditioned, quasi_static_evidence
@@ -175,7 +175,7 @@ def profile_record_modes(t, x, f, params: dict, options: FitOptions, *, a=None, 
             edges = prof.edges
         qs = profile_conditioned(t, x, f, c, edges, v_min=params['min_velocity'],
                                  min_samples=params['min_samples'], max_condition=params['max_condition'],
-                                 evidence=evidence)
+                                 t_skip=t_skip, evidence=evidence)
     else:
         evidence['chosen'] = 'dynamic' if mode == 'auto' else 'dynamic (selected)'
     return prof, c, qs, evidence
