@@ -37,6 +37,7 @@ def _params_file(tmp_path: Path, name: str, values: dict) -> Path:
 
 
 def _profile(tmp_path: Path, bag: Path, values: dict, *extra: str) -> tuple[int, dict]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     from contact_estimation.impedance.report import main
     rep = tmp_path / ('rep_' + bag.name + '_'.join(e.strip('-') for e in extra))
     rc = main([str(bag), '--report', str(rep), '--config', str(_params_file(tmp_path, bag.name, values)),
@@ -212,3 +213,33 @@ def test_quasi_static_covers_an_independent_force_curve(seed):
                 assert abs(k - k_true) <= 3 * s, (dn, j, k, k_true, s)
     for j in pure:
         assert abs(qs.hysteresis[j] - 0.1) <= 3 * qs.hysteresis_std[j], (j, qs.hysteresis, qs.hysteresis_std)
+
+
+def test_acceleration_source_imu_is_used_by_the_batch_tool(tmp_path, capsys):
+    """acceleration_source: imu was ignored by impedance-profile (issue 17): now the IMU acceleration is read,
+    interpolated at the force stamps and filtered like x and F; the accelerometer's noise (not the
+    differentiated encoder's) is the a column's noise."""
+    from contact_dynamics_common.cli import main as cli
+    bag = tmp_path / 'bag'
+    assert cli(['simulate', 'impedance-plant', '--scenario', 'S5', '--duration', '20', '--seed', '1', '--imu',
+                '--out', str(bag)]) == 0
+    from contact_dynamics_common.cli import config_dir
+    base = yaml.safe_load((config_dir() / 'impedance_profiler.yaml').read_text())['impedance_profiler']
+    values = dict(base['ros__parameters'])
+    docs = {}
+    for source in ('differentiate', 'imu'):
+        rc, docs[source] = _profile(tmp_path / source, bag, dict(values, acceleration_source=source))
+        assert rc == 0
+        assert docs[source]['acceleration_source'] == source
+    out = capsys.readouterr().out
+    assert 'acceleration: measured (IMU along imu_axis)' in out
+    # the a-column noise comes from the accelerometer, not from the encoder's second derivative
+    assert docs['imu']['noise_variance_a_v_x'][0] != docs['differentiate']['noise_variance_a_v_x'][0]
+    truth = yaml.safe_load((bag / 'truth.yaml').read_text())
+    valid = [r for r in docs['imu']['segments'] if r['valid']]
+    assert len(valid) >= 8
+    for r in valid:
+        d = 0 if r['direction'] == 'pos' else 1
+        k_true = truth['oracle']['stiffness'][d][r['segment']]
+        assert abs(r['stiffness'] - k_true) <= max(0.05 * abs(k_true), 3 * r['stiffness_std']), r
+        assert abs(r['mass'] - 0.581) <= max(0.05 * 0.581, 3 * r['mass_std']), r

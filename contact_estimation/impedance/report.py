@@ -473,14 +473,16 @@ def _run(a) -> int:
     else:
         verdict = f"{nvalid} of {prof.valid.size} (segment, direction) bins valid ({evidence['chosen']})"
     meta = {'bag': str(a.bag), 'verdict': verdict, 'rate_hz': c.rate_hz, 'excitation_band_hz': c.band_hz,
-            'cutoff_hz': c.cutoff_hz, 'options': prof.options,
+            'cutoff_hz': c.cutoff_hz, 'acceleration_source': params['acceleration_source'],
+            'options': prof.options,
             'noise_variance_a_v_x': prof.noise_variance[:3]}
     write_table(prof, out, meta)
     plot_profile(prof, out, truth)
     plot_fit(prof, c, out)
     print(f'{a.bag}: {verdict}')
     print(f'  excitation band up to {c.band_hz:.3g} Hz, cut-off {c.cutoff_hz:.3g} Hz, {len(c.t)} samples at '
-          f'{c.rate_hz:.6g} Hz; {jit}')
+          f'{c.rate_hz:.6g} Hz; {jit}; acceleration: '
+          + ('measured (IMU along imu_axis)' if params['acceleration_source'] == 'imu' else 'differentiated x'))
     for d, dn in enumerate(DIRECTIONS):
         print(f'  k ({dn}) [N/m]: ' + ' '.join(f'{v:8.4g}' for v in prof.value('stiffness')[d]))
     print(f'report written to {out}/profile.{{csv,yaml,md,png}}, force_fit.png, identifiability.png')
