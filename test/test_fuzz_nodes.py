@@ -98,8 +98,9 @@ def _stamp_classes() -> dict[str, Callable]:
             'past_outlier': lambda m, last: _restamped(m, last - 1_500_000_000)}         # 1.5 s back
 
 
-def _joint_classes(joint: str, names_with: Callable, nan_field: str) -> dict[str, Callable]:
-    """JointState classes: ``names_with(msg, names, n_values)`` re-sizes a good message."""
+def _joint_classes(nan_field: str) -> dict[str, Callable]:
+    """JointState classes, made from a good message; NaN / inf go into ``nan_field`` of the first joint (a
+    joint the node uses)."""
     def nan(value):
         def edit(m):
             arr = list(getattr(m, nan_field))
@@ -235,13 +236,13 @@ CASES = {
         ContactEstimate, {}, [
             Input('/wrench', WrenchStamped, 'contact_estimator: input wrench', _wrench_classes()),
             Input('/joint_states', JointState, 'contact_estimator: input displacement',
-                  _joint_classes('slider', None, 'position'))],
+                  _joint_classes('position'))],
         _single_point_stream),
     'impedance_profiler': Case(
         'impedance_profiler', 'contact_estimation.impedance.node', '/impedance_profiler/profile',
         ImpedanceProfile, {'joint_name': 'slider', 'force_source': 'effort', 'min_samples': 100}, [
             Input('/joint_states', JointState, 'impedance_profiler: input joint_states',
-                  _joint_classes('slider', None, 'position'))],
+                  _joint_classes('position'))],
         _impedance_stream, nan_documented=True),
     'multipoint_contact_estimator': Case(
         'multipoint_contact_estimator', 'contact_estimation.multipoint.node', '/multipoint_contact_estimator/estimate',
@@ -252,7 +253,7 @@ CASES = {
     'pkm_identifier': Case(
         'pkm_identifier', 'pkm_identification.node', '/pkm_identifier/parameters', ParameterEstimate, {}, [
             Input('/joint_states', JointState, 'pkm_identifier: input joint_states',
-                  _joint_classes('strut_1', None, 'effort'))],
+                  _joint_classes('effort'))],
         _pkm_stream),
 }
 
@@ -447,7 +448,9 @@ def test_bad_input_is_counted_and_loses_no_good_data(name, tmp_path, monkeypatch
         dropped = {k.split('.', 1)[1]: int(x) for k, x in v.items() if k.startswith('dropped.')}
         received = int(v['received'])
         assert received + dropped['queue'] == published[inp.topic], (inp.topic, published[inp.topic], v)
-        assert int(v["accepted"]) == n_good and v["unaccounted"] == "0" and int(v["pending"]) == 0, (inp.topic, n_good, {k: x for k, x in v.items() if "dropped." in k or k in ("accepted", "received")})
+        ledger = {k: x for k, x in v.items() if k.startswith('dropped.') or k in ('accepted', 'received')}
+        assert int(v['accepted']) == n_good and v['unaccounted'] == '0' and int(v['pending']) == 0, \
+            (inp.topic, n_good, ledger)
         assert dropped['queue'] > 0, ('the burst lost nothing: no loss to count', v)
         # the 100 000-name JointState (about 4 MB) may be lost in transport (best effort): then it is in queue
         huge_lost = injected.get('joint_missing', 0) - dropped.get('joint_missing', 0)

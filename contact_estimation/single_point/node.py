@@ -19,7 +19,7 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
 from contact_dynamics.msg import ContactEstimate as ContactEstimateMsg
-from contact_dynamics_common.messages.checks import joint_state_problem, pose_problem
+from contact_dynamics_common.messages.checks import joint_state_problem
 from contact_dynamics_common.msgconv import stamp_to_ns
 from contact_dynamics_common.node import OK, WARN, EstimatorNode, InputStats, node_main, output_qos, status
 from contact_dynamics_common.rosfill import fill
@@ -50,8 +50,8 @@ class ContactEstimatorNode(EstimatorNode):
                                self._on_joint_state, depth,
                                check=lambda m, j=[p['joint_name']]: joint_state_problem(m, j))
             else:
-                self.add_input(PoseStamped, p['pose_topic'], self.rates['displacement'], self._on_pose, depth,
-                               check=pose_problem)
+                # the position only is used: the orientation is not judged (a position-only source may leave it 0)
+                self.add_input(PoseStamped, p['pose_topic'], self.rates['displacement'], self._on_pose, depth)
             topics = ['~/estimate'] + [f'~/{a}/estimate' for a in p['algorithms']]
             self.pubs = {t: self.create_lifecycle_publisher(ContactEstimateMsg, t, output_qos()) for t in topics}
             self.create_service(Trigger, '~/tare', self._on_tare)
