@@ -1,0 +1,182 @@
+"""impedance_tuner: trusted ContactEstimates retune a ros2_controllers admittance_controller (ROS 2 glue).
+
+Subscribes  estimate_topic (contact_dynamics/ContactEstimate, reliable like the estimator's output).
+Calls       <controller_name>/get_parameters and <controller_name>/set_parameters (rcl_interfaces/srv/
+            GetParameters, SetParameters): admittance.mass, admittance.damping_ratio, admittance.stiffness,
+            six-element double arrays of which only the ``axis`` element changes (admittance_params).
+Publishes   ~/gains (rcl_interfaces/msg/ParameterEvent): every set of arrays applied, or in dry run / while
+            the controller cannot be called the arrays it would set; /diagnostics ('<node>: tuner').
+Services    ~/enable (std_srvs/SetBool), ~/reset (forget the estimates and the applied state), lifecycle.
+
+The decisions are ``scheduler.GainScheduler``'s (trust gate, bounds, slew limit, hysteresis, hold, revert).
+A change is applied in two calls: the controller's current arrays are read (get_parameters), the axis element
+replaced and the result checked (``admittance_params.request_arrays``: a wrong size, type or bound is refused
+here, never sent), then set; the scheduler commits only what the controller accepted. One call is in flight
+at a time; a call not answered within ``service_timeout`` counts as failed.
+"""
+from __future__ import annotations
+
+import time
+
+from rcl_interfaces.msg import Parameter, ParameterEvent, ParameterValue
+from rcl_interfaces.srv import GetParameters, SetParameters
+from rclpy.parameter import parameter_value_to_python
+from std_srvs.srv import SetBool
+
+from contact_dynamics.msg import ContactEstimate
+from contact_dynamics_common.ros.fill import fill
+from contact_dynamics_common.ros.node import OK, WARN, EstimatorNode, node_main, output_qos, status
+
+from .admittance_params import GAINS, SELECTED_AXES, axis_index, parameter_event, request_arrays
+from .config import NODE_NAME, PARAMS
+from .scheduler import EstimateSample, Proposal, scheduler_from_params
+
+READ = (*GAINS, SELECTED_AXES)
+
+
+class ImpedanceTunerNode(EstimatorNode):
+
+    def __init__(self, **kwargs):
+        super().__init__(NODE_NAME, PARAMS, **kwargs)
+        self.scheduler = None
+        self.pub = None
+        self._pending: tuple[float, object] | None = None      # (wall start, future) of the call in flight
+        self.create_service(SetBool, '~/enable', self._on_enable)
+
+    # ------------------------------------------------------------------ lifecycle
+    def configure(self) -> None:
+        p = self.params
+        self.index = axis_index(p['axis'])
+        self.scheduler = scheduler_from_params(p)
+        self.offline_arrays = {'admittance.mass': list(p['offline_mass']),
+                               'admittance.damping_ratio': list(p['offline_damping_ratio']),
+                               'admittance.stiffness': list(p['offline_stiffness'])}
+        if self.pub is None:
+            ctrl = p['controller_name'].rstrip('/')
+            self.get_client = self.create_client(GetParameters, f'{ctrl}/get_parameters')
+            self.set_client = self.create_client(SetParameters, f'{ctrl}/set_parameters')
+            self.create_subscription(ContactEstimate, p['estimate_topic'], self._on_estimate, output_qos())
+            self.pub = self.create_lifecycle_publisher(ParameterEvent, '~/gains', output_qos())
+        self.get_logger().info(f"tuning axis {p['axis']} of '{p['controller_name']}' from {p['estimate_topic']}"
+                               f"{' (dry run)' if p['dry_run'] else ''}{'' if p['enabled'] else ' (disabled)'}")
+
+    def reset_estimation(self) -> None:
+        if self.scheduler is not None:
+            self.scheduler = scheduler_from_params(self.params)
+
+    # ------------------------------------------------------------------ inputs and services
+    def _on_estimate(self, msg: ContactEstimate) -> None:
+        if not self.active or self.scheduler is None:
+            return
+        self.scheduler.observe(EstimateSample(self.now_s(), msg.stiffness, msg.damping, msg.valid,
+                                              msg.damping_identifiable, msg.status))
+
+    def _on_enable(self, request, response):
+        self.params['enabled'] = bool(request.data)
+        word = 'enabled' if request.data else 'disabled'
+        self.get_logger().info(f'tuning {word} by ~/enable')
+        return self.respond(response, True, f'tuning {word}')
+
+    # ------------------------------------------------------------------ decisions
+    def update(self) -> None:
+        if self._pending is not None:
+            start, _ = self._pending
+            if time.monotonic() - start > self.params['service_timeout']:
+                self._pending = None
+                self._refuse('timeout', f"controller '{self.params['controller_name']}' did not answer within "
+                                        f"{self.params['service_timeout']:g} s")
+            return
+        if not self.params['enabled']:
+            return
+        proposal = self.scheduler.step(self.now_s())
+        if proposal is None:
+            return
+        if self.params['dry_run']:
+            if self.get_client.service_is_ready():
+                self._read_then(proposal, apply=False)
+            else:
+                self._finish(proposal, self.offline_arrays, apply=False)
+            return
+        if not self.get_client.service_is_ready() or not self.set_client.service_is_ready():
+            self._refuse('unreachable', f"controller '{self.params['controller_name']}' parameter services "
+                                        'not available')
+            return
+        self._read_then(proposal, apply=True)
+
+    def _read_then(self, proposal: Proposal, apply: bool) -> None:
+        future = self.get_client.call_async(GetParameters.Request(names=list(READ)))
+        self._pending = (time.monotonic(), future)
+        future.add_done_callback(lambda f: self._on_read(f, proposal, apply))
+
+    def _on_read(self, future, proposal: Proposal, apply: bool) -> None:
+        self._pending = None
+        try:
+            values = future.result().values
+        except Exception as exc:                           # noqa: BLE001 - a failed call is a counted refusal
+            self._refuse('unreachable', f'get_parameters failed: {exc}')
+            return
+        current = {}
+        for name, v in zip(READ, values):
+            value = parameter_value_to_python(v)
+            if value is not None:
+                current[name] = list(value) if not isinstance(value, (bool, int, float, str)) else value
+        self._finish(proposal, current, apply)
+
+    def _finish(self, proposal: Proposal, current: dict, apply: bool) -> None:
+        arrays, reason = request_arrays(current, self.index, proposal.gains)
+        if reason:
+            self._refuse('request', reason)
+            return
+        if not apply:
+            self._applied(proposal, arrays)
+            return
+        req = SetParameters.Request(parameters=[
+            Parameter(name=n, value=ParameterValue(type=8, double_array_value=a)) for n, a in arrays.items()])
+        future = self.set_client.call_async(req)
+        self._pending = (time.monotonic(), future)
+        future.add_done_callback(lambda f: self._on_set(f, proposal, arrays))
+
+    def _on_set(self, future, proposal: Proposal, arrays: dict) -> None:
+        self._pending = None
+        try:
+            results = future.result().results
+        except Exception as exc:                           # noqa: BLE001
+            self._refuse('unreachable', f'set_parameters failed: {exc}')
+            return
+        refused = [f'{n}: {r.reason}' for n, r in zip(arrays, results) if not r.successful]
+        if refused:
+            self._refuse('controller', 'controller refused ' + '; '.join(refused))
+            return
+        self._applied(proposal, arrays)
+
+    def _applied(self, proposal: Proposal, arrays: dict) -> None:
+        self.scheduler.commit(proposal)
+        now = self.get_clock().now().nanoseconds
+        self.pub.publish(fill(ParameterEvent(), parameter_event(self.params['controller_name'], arrays, now)))
+        verb = 'would set' if self.params['dry_run'] else ('reverted' if proposal.kind == 'revert' else 'set')
+        if proposal.kind == 'revert' or self.scheduler.counts['changes'] <= 3:
+            self.get_logger().info(f'{verb}: {proposal.reason}')
+
+    def _refuse(self, cause: str, reason: str) -> None:
+        self.scheduler.refuse(cause, reason)
+        self.log_error_once(f'refused: {reason}')
+
+    # ------------------------------------------------------------------ diagnostics
+    def diagnostics(self):
+        if self.scheduler is None:
+            return self.not_configured()
+        s, p = self.scheduler, self.params
+        mode = 'disabled' if not p['enabled'] else ('dry run' if p['dry_run'] else 'applying')
+        values = {'controller': p['controller_name'], 'axis': p['axis'], 'mode': mode,
+                  'last_change': s.last_reason, 'last_refusal': s.last_refusal, **s.figures()}
+        values.update(self.cost.figures())
+        level = OK if mode == 'applying' and s.state in ('settled', 'tracking') else WARN
+        msg = f'{mode}, {s.state}' + (f'; last refusal: {s.last_refusal}' if s.last_refusal else '')
+        return [status(f'{self.get_name()}: tuner', level, msg, values)]
+
+
+main = node_main(ImpedanceTunerNode)
+
+
+if __name__ == '__main__':
+    main()
