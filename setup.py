@@ -42,6 +42,7 @@ setup(
             'contact_estimator = contact_estimation.single_point.node:main',
             'multipoint_contact_estimator = contact_estimation.multipoint.node:main',
             'impedance_profiler = contact_estimation.impedance.node:main',
+            'impedance_tuner = contact_estimation.tuner.node:main',
             'pkm_identifier = pkm_identification.node:main',
             'impact_indicator = rover_contact.impact.node:main',
             'posture_evaluator = rover_contact.posture.node:main',
