@@ -121,6 +121,11 @@ COLUMN_SPECS: dict[str, ColumnSpec] = {
         (FloatColumn('orientation', _xyzw('orientation'), 4),
          FloatColumn('angular_velocity', _xyz('angular_velocity'), 3),
          FloatColumn('linear_acceleration', _xyz('linear_acceleration'), 3))),
+    # contact_estimation's estimate (low rate; read by impedance_tuner's run-bag)
+    'contact_dynamics/msg/ContactEstimate': ColumnSpec(
+        'header.stamp', (('frame_id', 'header.frame_id'), ('status', 'status')),
+        (FloatColumn('kbm', ('stiffness', 'damping', 'mass'), 3),
+         FloatColumn('flags', ('valid', 'damping_identifiable'), 2))),
     # rover_contact's obstacle hypothesis (low rate)
     'contact_dynamics/msg/ObstacleHypothesis': ColumnSpec(
         'header.stamp', (('frame_id', 'header.frame_id'), ('contact_model', 'contact_model')),
