@@ -6,9 +6,14 @@
 
 Remap the inputs with the *_topic arguments; the estimates appear on /contact_estimator/estimate and
 /contact_estimator/<algorithm>/estimate, health on /diagnostics.
+
+With tuner:=true the impedance_tuner starts beside it (doc/bridges.md) and retunes the admittance_controller
+named by controller:= from the trusted estimates (tuner_dry_run:=true: only publishes what it would set):
+  ros2 launch contact_dynamics contact_estimation.launch.py tuner:=true controller:=/admittance_controller
 """
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
+from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
@@ -16,6 +21,7 @@ from launch_ros.substitutions import FindPackageShare
 
 def generate_launch_description() -> LaunchDescription:
     default_params = PathJoinSubstitution([FindPackageShare('contact_dynamics'), 'config', 'contact_estimator.yaml'])
+    tuner_params = PathJoinSubstitution([FindPackageShare('contact_dynamics'), 'config', 'impedance_tuner.yaml'])
     args = [
         DeclareLaunchArgument('params_file', default_value=default_params,
                               description='ROS 2 params file with a contact_estimator section'),
@@ -25,6 +31,14 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument('pose_topic', default_value='pose', description='PoseStamped input'),
         DeclareLaunchArgument('namespace', default_value='', description='Node namespace'),
         DeclareLaunchArgument('log_level', default_value='info', description='Logger level'),
+        DeclareLaunchArgument('tuner', default_value='false',
+                              description='Start impedance_tuner beside the estimator (doc/bridges.md)'),
+        DeclareLaunchArgument('controller', default_value='admittance_controller',
+                              description="The admittance_controller node the tuner sets (its parameter services)"),
+        DeclareLaunchArgument('tuner_params_file', default_value=tuner_params,
+                              description='ROS 2 params file with an impedance_tuner section'),
+        DeclareLaunchArgument('tuner_dry_run', default_value='false',
+                              description='Tuner publishes on ~/gains what it would set, sets nothing'),
     ]
     node = Node(
         package='contact_dynamics',
@@ -39,4 +53,18 @@ def generate_launch_description() -> LaunchDescription:
                     ('pose', LaunchConfiguration('pose_topic'))],
         arguments=['--ros-args', '--log-level', LaunchConfiguration('log_level')],
     )
-    return LaunchDescription(args + [node])
+    tuner = Node(
+        package='contact_dynamics',
+        executable='impedance_tuner',
+        name='impedance_tuner',
+        namespace=LaunchConfiguration('namespace'),
+        output='screen',
+        emulate_tty=True,
+        condition=IfCondition(LaunchConfiguration('tuner')),
+        parameters=[LaunchConfiguration('tuner_params_file'),
+                    {'use_sim_time': LaunchConfiguration('use_sim_time'),
+                     'controller_name': LaunchConfiguration('controller'),
+                     'dry_run': LaunchConfiguration('tuner_dry_run')}],
+        arguments=['--ros-args', '--log-level', LaunchConfiguration('log_level')],
+    )
+    return LaunchDescription(args + [node, tuner])
