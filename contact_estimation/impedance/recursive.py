@@ -33,21 +33,11 @@ from contact_dynamics_common.trust.covariance import conditioning as conditionin
 from contact_dynamics_common.trust.verdict import judge
 
 from . import cells as cl
-from .segmented import (DIRECTIONS, KAPPA_REFUSE, KAPPA_WARN, PARAMS, ImpedanceProfile,
+from .segmented import (DIRECTIONS, blue_share, KAPPA_REFUSE, KAPPA_WARN, PARAMS, ImpedanceProfile,
                         normalised_condition_gram, segment_index)
 
 SCALE = np.array([1.0, 0.01, 0.001, 1.0])
 ZSCALE = np.concatenate([SCALE, [1.0, 1.0, 1.0, 1.0]])
-
-
-def blue_share(theta: np.ndarray, noise: np.ndarray, sigma2: float) -> float:
-    """Share of the residual variance that the regressors' own noise explains, m^2 s_a^2 + b^2 s_v^2 +
-    k^2 s_x^2 (same units as theta and noise). Differentiated white noise has (almost) no power at the
-    excitation frequencies, so this part is counted as white, not multiplied by the samples per independent
-    residual of the filtered force noise."""
-    if not (np.all(np.isfinite(noise[:3])) and sigma2 > 0):
-        return 0.0
-    return float(np.clip(np.sum(theta[:3] ** 2 * noise[:3]) / sigma2, 0.0, 1.0))
 
 
 def eiv_term(A: np.ndarray, weight: float, theta: np.ndarray, noise: np.ndarray) -> np.ndarray:

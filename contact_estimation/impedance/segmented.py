@@ -36,6 +36,16 @@ MODEL = 'segmented_impedance: F = m a + b v + k x + c per (position segment, dir
 KAPPA_WARN, KAPPA_REFUSE = 1e3, 1e6
 
 
+def blue_share(theta: np.ndarray, noise: np.ndarray, sigma2: float) -> float:
+    """Share of the residual variance that the regressors' own noise explains, m^2 s_a^2 + b^2 s_v^2 +
+    k^2 s_x^2 (same units as theta and noise). Differentiated white noise has (almost) no power at the
+    excitation frequencies, so this part is counted as white, not multiplied by the samples per independent
+    residual of the filtered force noise."""
+    if not (np.all(np.isfinite(noise[:3])) and sigma2 > 0):
+        return 0.0
+    return float(np.clip(np.sum(theta[:3] ** 2 * noise[:3]) / sigma2, 0.0, 1.0))
+
+
 @dataclass
 class FitOptions:
     v_min: float = 5e-3            # m/s velocity deadband
@@ -307,7 +317,6 @@ def fit_segmented(x, v, a, F, edges, options: FitOptions | None = None,
     if blocks:
         from contact_dynamics_common.trust.covariance import combine, eiv_bias, sandwich
         from contact_dynamics_common.trust.verdict import judge
-        from .recursive import blue_share
         th_s, cov_s, rss = _solve(blocks, edges, scale, o)
         basic = not (o.continuity or o.shared_mass or o.tikhonov > 0 or o.tikhonov_select == 'gcv')
         corr = max(float(correlation), 1.0)
