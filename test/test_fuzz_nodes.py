@@ -1,6 +1,6 @@
 """Bad input loses no good data (issue 16, acceptance of the node items): each estimator node runs as a real
 process over DDS and gets a good stream with every bad class interleaved — NaN and inf values, empty and
-mismatched JointState arrays, unknown joints (and one 100 000-name JointState), a zero quaternion, zero stamps,
+mismatched JointState arrays, unknown joints (and one 10 000-name JointState), a zero quaternion, zero stamps,
 out-of-order stamps, ONE stamp years in the future and ONE 1.5 s in the past per input, and a burst of
 re-sent samples far beyond the node's input queue (10x its depth, published at once).
 
@@ -118,7 +118,9 @@ def _joint_classes(nan_field: str) -> dict[str, Callable]:
         m.name = ['not_a_joint_' + str(i) for i in range(len(m.name))]
 
     def huge(m):
-        n = 100_000
+        # 10 000 names (about 0.3 MB: a 100 000-name message, 4 MB, is lost by best-effort DDS on this machine;
+        # its text is tested in test_message_checks); the old error text repeated every name
+        n = 10_000
         m.name = [f'joint_{i:06d}' for i in range(n)]
         m.position = [0.0] * n
         m.velocity = [0.0] * n if len(m.velocity) else []
@@ -438,6 +440,7 @@ def test_bad_input_is_counted_and_loses_no_good_data(name, tmp_path, monkeypatch
     assert alive, log[-3000:]
 
     # ---- the ledger of each input: exactly what was injected
+    huge_seen = False
     for inp in case.inputs:
         v = listener.diag(inp.status)
         injected: dict[str, int] = {}
@@ -452,11 +455,12 @@ def test_bad_input_is_counted_and_loses_no_good_data(name, tmp_path, monkeypatch
         assert int(v['accepted']) == n_good and v['unaccounted'] == '0' and int(v['pending']) == 0, \
             (inp.topic, n_good, ledger)
         assert dropped['queue'] > 0, ('the burst lost nothing: no loss to count', v)
-        # the 100 000-name JointState (about 4 MB) may be lost in transport (best effort): then it is in queue
+        # the 10 000-name JointState (0.3 MB) may be lost in transport (best effort): then it is in queue
         huge_lost = injected.get('joint_missing', 0) - dropped.get('joint_missing', 0)
         assert huge_lost in ((0, 1) if any(k == 'joint_missing_huge' and t == inp.topic for k, t, _ in events)
                              else (0,)), f'{inp.topic}: {dropped} {injected}'
         injected['joint_missing'] = injected.get('joint_missing', 0) - huge_lost
+        huge_seen |= any(k == 'joint_missing_huge' and t == inp.topic for k, t, _ in events) and not huge_lost
         assert dropped['out_of_order'] + dropped['queue'] == injected.pop('out_of_order') + BURST + huge_lost, \
             f'{inp.topic}: {dropped} {injected}'
         for cause, n in injected.items():
@@ -484,5 +488,7 @@ def test_bad_input_is_counted_and_loses_no_good_data(name, tmp_path, monkeypatch
     # ---- log lines: the cause and the sizes, never the payload; rate-limited
     lines = log.splitlines()
     assert max(map(len, lines)) < 1000, max(lines, key=len)[:300]
+    if huge_seen:                               # refusals logged by cause (the huge one may fall in the 5 s limit)
+        assert any('(joint_missing)' in ln for ln in lines), lines[-20:]
     for cause in ('joint_missing', 'joint_state_malformed', 'joint_state_empty', 'bad_quaternion'):
         assert sum(f'({cause})' in ln for ln in lines) <= 2, [ln for ln in lines if cause in ln]
