@@ -96,6 +96,25 @@ def axis_index(axis: str) -> int:
     return AXES.index(axis)
 
 
+def check_current(current: dict, index: int) -> str | None:
+    """None when the arrays a controller reported ({name: value}) are admittance_controller's and its
+    ``selected_axes`` (if reported) include axis ``index``; else the reason."""
+    for name in GAINS:
+        if name not in current:
+            return f"the controller has no parameter '{name}'"
+        reason = check_array(name, current[name])
+        if reason:
+            return f'controller reports {reason}'
+    axes = current.get(SELECTED_AXES)
+    if axes is not None:
+        reason = check_array(SELECTED_AXES, axes)
+        if reason:
+            return f'controller reports {reason}'
+        if not axes[index]:
+            return f"axis {AXES[index]} is not in the controller's admittance.selected_axes"
+    return None
+
+
 def request_arrays(current: dict, index: int, gains) -> tuple[dict | None, str]:
     """(arrays to set, '') or (None, reason): the controller's arrays ``current`` ({name: sequence}, as read
     from it) with element ``index`` of mass, damping_ratio and stiffness replaced by ``gains`` (M, zeta, K).
@@ -103,19 +122,9 @@ def request_arrays(current: dict, index: int, gains) -> tuple[dict | None, str]:
     Refused when an array the controller reported is not what admittance_controller declares (a wrong size
     or type: another controller, or a misconfigured one), when ``selected_axes`` (if reported) excludes the
     axis, or when the new arrays fail ``check_request``."""
-    for name in GAINS:
-        if name not in current:
-            return None, f"the controller has no parameter '{name}'"
-        reason = check_array(name, current[name])
-        if reason:
-            return None, f'controller reports {reason}'
-    axes = current.get(SELECTED_AXES)
-    if axes is not None:
-        reason = check_array(SELECTED_AXES, axes)
-        if reason:
-            return None, f'controller reports {reason}'
-        if not axes[index]:
-            return None, f"axis {AXES[index]} is not in the controller's admittance.selected_axes"
+    reason = check_current(current, index)
+    if reason:
+        return None, reason
     out = {}
     for name, g in zip(GAINS, gains):
         arr = [float(v) for v in current[name]]

@@ -27,7 +27,8 @@ from contact_dynamics.msg import ContactEstimate
 from contact_dynamics_common.ros.fill import fill
 from contact_dynamics_common.ros.node import OK, WARN, EstimatorNode, node_main, output_qos, status
 
-from .admittance_params import GAINS, SELECTED_AXES, axis_index, parameter_event, request_arrays
+from .admittance_params import (GAINS, SELECTED_AXES, axis_index, check_current, parameter_event,
+                                request_arrays)
 from .config import NODE_NAME, PARAMS
 from .scheduler import EstimateSample, Proposal, scheduler_from_params
 
@@ -88,6 +89,9 @@ class ImpedanceTunerNode(EstimatorNode):
             return
         if not self.params['enabled']:
             return
+        if self.scheduler.applied is None:           # the slew limit starts from the controller's own values
+            self._sync()
+            return
         proposal = self.scheduler.step(self.now_s())
         if proposal is None:
             return
@@ -103,6 +107,46 @@ class ImpedanceTunerNode(EstimatorNode):
             return
         self._read_then(proposal, apply=True)
 
+    def _sync(self) -> None:
+        """Take the controller's current axis gains as the applied state (offline_* in a dry run without a
+        reachable controller); nothing until the controller answers."""
+        if not self.get_client.service_is_ready():
+            if self.params['dry_run']:
+                self.scheduler.applied = tuple(self.offline_arrays[n][self.index] for n in GAINS)
+            return
+        future = self.get_client.call_async(GetParameters.Request(names=list(READ)))
+        self._pending = (time.monotonic(), future)
+        future.add_done_callback(self._on_sync)
+
+    def _on_sync(self, future) -> None:
+        self._pending = None
+        current = self._values(future)
+        if current is None:
+            return
+        reason = check_current(current, self.index)
+        if reason:
+            self._refuse('request', reason)
+            return
+        self.scheduler.applied = tuple(float(current[n][self.index]) for n in GAINS)
+        self.get_logger().info(f"controller '{self.params['controller_name']}' axis {self.params['axis']}: "
+                               f'M {self.scheduler.applied[0]:g} kg, zeta {self.scheduler.applied[1]:g}, '
+                               f'K {self.scheduler.applied[2]:g} N/m')
+
+    def _values(self, future) -> dict | None:
+        """The controller's arrays from a GetParameters answer ({name: list}); None (refusal counted) on a
+        failed call."""
+        try:
+            values = future.result().values
+        except Exception as exc:                           # noqa: BLE001 - a failed call is a counted refusal
+            self._refuse('unreachable', f'get_parameters failed: {exc}')
+            return None
+        current = {}
+        for name, v in zip(READ, values):
+            value = parameter_value_to_python(v)
+            if value is not None:
+                current[name] = list(value) if not isinstance(value, (bool, int, float, str)) else value
+        return current
+
     def _read_then(self, proposal: Proposal, apply: bool) -> None:
         future = self.get_client.call_async(GetParameters.Request(names=list(READ)))
         self._pending = (time.monotonic(), future)
@@ -110,17 +154,9 @@ class ImpedanceTunerNode(EstimatorNode):
 
     def _on_read(self, future, proposal: Proposal, apply: bool) -> None:
         self._pending = None
-        try:
-            values = future.result().values
-        except Exception as exc:                           # noqa: BLE001 - a failed call is a counted refusal
-            self._refuse('unreachable', f'get_parameters failed: {exc}')
-            return
-        current = {}
-        for name, v in zip(READ, values):
-            value = parameter_value_to_python(v)
-            if value is not None:
-                current[name] = list(value) if not isinstance(value, (bool, int, float, str)) else value
-        self._finish(proposal, current, apply)
+        current = self._values(future)
+        if current is not None:
+            self._finish(proposal, current, apply)
 
     def _finish(self, proposal: Proposal, current: dict, apply: bool) -> None:
         arrays, reason = request_arrays(current, self.index, proposal.gains)

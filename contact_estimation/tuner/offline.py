@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from contact_dynamics_common.offline.node import OfflineNodeBase
 
-from .admittance_params import axis_index, parameter_event, request_arrays
+from .admittance_params import GAINS, axis_index, parameter_event, request_arrays
 from .config import NODE_NAME
 from .scheduler import EstimateSample, scheduler_from_params
 
@@ -31,6 +31,8 @@ class OfflineImpedanceTuner(OfflineNodeBase):
                         'admittance.damping_ratio': list(params['offline_damping_ratio']),
                         'admittance.stiffness': list(params['offline_stiffness'])}
         self._queue: list[EstimateSample] = []
+        # the slew limit starts from the controller's values (here the assumed offline_* arrays)
+        self.pipeline.applied = tuple(self.current[n][self.index] for n in GAINS)
 
     def inputs(self) -> dict[str, str]:
         return {self.estimate_topic: ESTIMATE}
