@@ -118,9 +118,13 @@ def test_quasi_static_is_batch_only_online(tmp_path):
 def test_sea_gaps_are_bridged_batch_dynamic_and_quasi_static(tmp_path, capsys):
     """sea_61: 5-25 ms gaps every few tens of samples used to leave no hole-free kernel window
     (ValueError: need at least one array to concatenate)."""
-    rc, doc = _profile(tmp_path, SEA, SEA_PARAMS)
+    rc, doc = _profile(tmp_path, SEA, SEA_PARAMS, '--mode', 'dynamic')
     assert rc == 0, capsys.readouterr()
     assert doc['options']['conditioning']['bridged_samples'] > 1000
+    # auto: ramps of a few seconds are a quasi-static motion (motion frequency well below 0.2 Hz)
+    rc, doc = _profile(tmp_path / 'auto', SEA, SEA_PARAMS)
+    assert rc == 0 and doc['quasi_static_evidence']['chosen'] == 'quasi_static', doc.get('verdict')
+    assert doc['conditioning']['bridged_samples'] > 1000
     rc, doc = _profile(tmp_path, SEA, SEA_PARAMS, '--mode', 'quasi-static')
     assert rc == 0
     valid = [r for r in doc['segments'] if r['valid']]
@@ -243,3 +247,25 @@ def test_acceleration_source_imu_is_used_by_the_batch_tool(tmp_path, capsys):
         k_true = truth['oracle']['stiffness'][d][r['segment']]
         assert abs(r['stiffness'] - k_true) <= max(0.05 * abs(k_true), 3 * r['stiffness_std']), r
         assert abs(r['mass'] - 0.581) <= max(0.05 * 0.581, 3 * r['mass_std']), r
+
+
+def test_force_curve_calibration_family_seeded():
+    """The seeded short form of the quasi-static calibration family (contact_estimation.impedance.calibration
+    .force_curve: random strokes, speeds, rates, kinked springs, hysteresis, noise, encoder steps, jitter and
+    gaps, simulated independently): no cell's confident-wrong rate above 1 %, and the stiffness of
+    model-consistent bins covered at 2 sigma in at least 90 % of the valid ones."""
+    from contact_dynamics_common.trust.calibration import Report, run_family
+    from contact_estimation.impedance import calibration as cal
+    rep = Report(12, 0)
+    run_family('impedance/force_curve', cal.force_curve, 12, 0, rep)
+    assert not rep.errors, rep.errors
+    assert not rep.violations(), rep.violations()
+    outs = []
+    for i in range(12):
+        from contact_dynamics_common.trust.calibration import rng_for
+        outs += cal.force_curve(rng_for(0, 'impedance/force_curve', i))
+    k = [o for o in outs if o.parameter == 'stiffness' and o.valid and o.model_fits]
+    assert len(k) >= 40
+    assert np.mean([abs(o.z) <= 2 for o in k]) >= 0.9
+    good = [o for o in outs if o.good_data]
+    assert np.mean([not o.valid for o in good]) <= 0.15

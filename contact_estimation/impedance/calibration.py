@@ -231,3 +231,93 @@ def smooth_hardening(rng) -> list[Outcome]:
 def detent_stop(rng) -> list[Outcome]:
     """Linear spring with a detent bump and a hard stop."""
     return outcomes(simulate('detent_stop', rng), 'detent_stop')
+
+
+# ------------------------------------------------------------------ quasi-static force curves (issue 17)
+def simulate_force_curve(rng) -> dict:
+    """One slow press and release, written here independently of :mod:`.quasistatic`: a dwell of 1-3 s, a
+    triangle 0 -> stroke -> 0 (stroke 1-20 mm, 10-60 s per direction), a dwell of 0-2 s; a continuous
+    piecewise-linear spring (k0 10-1e5 N/m, 0-2 kinks at random positions, each later slope k0 times
+    -0.5..3), hysteresis F_h sgn(v) of 0-20 % of the spring's force range, a preload, force noise 0.1-5 % of
+    the range, encoder steps of 1e-4..3e-3 of the stroke; 20-500 Hz stamps jittered by 0-20 % of the period,
+    0-5 % of the intervals stretched to 2-8 periods (gaps, some beyond the bridge)."""
+    stroke = float(np.exp(rng.uniform(np.log(1e-3), np.log(20e-3))))
+    speed = stroke / rng.uniform(10.0, 60.0)
+    rate = float(np.exp(rng.uniform(np.log(20.0), np.log(500.0))))
+    dwell0, dwell1 = rng.uniform(1.0, 3.0), rng.uniform(0.0, 2.0)
+    duration = dwell0 + 2 * stroke / speed + dwell1
+    n = int(duration * rate * 1.3) + 10
+    jit = rng.uniform(0.0, 0.2)
+    d = (1.0 + rng.uniform(-jit, jit, n)) / rate
+    gaps = rng.random(n) < rng.uniform(0.0, 0.05)
+    d[gaps] = rng.uniform(2.0, 8.0, int(gaps.sum())) / rate
+    t = np.concatenate(([0.0], np.cumsum(d)))
+    t = t[t <= duration]
+    ramp = np.clip(t - dwell0, 0.0, None) * speed
+    x = np.where(ramp <= stroke, ramp, np.maximum(2 * stroke - ramp, 0.0))
+    v_sign = np.where((t > dwell0) & (ramp <= stroke), 1.0,
+                      np.where((ramp > stroke) & (ramp < 2 * stroke), -1.0, 0.0))
+    k0 = float(np.exp(rng.uniform(np.log(10.0), np.log(1e5))))
+    kinks = np.sort(rng.uniform(0.1, 0.9, int(rng.integers(0, 3)))) * stroke
+    slopes = np.concatenate(([k0], k0 * rng.uniform(-0.5, 3.0, len(kinks))))
+    knots = np.concatenate(([0.0], kinks, [stroke * 1.01]))
+    f_knots = np.concatenate(([0.0], np.cumsum(slopes * np.diff(knots))))
+    spring = np.interp(x, knots, f_knots)
+    span = max(float(np.ptp(spring)), 1e-9)
+    f_h = rng.uniform(0.0, 0.2) * span
+    preload = rng.uniform(0.0, 0.5) * span
+    f_clean = preload + spring + f_h * v_sign
+    f_meas = f_clean + rng.normal(0.0, rng.uniform(1e-3, 5e-2) * span, len(t))
+    q = stroke * float(np.exp(rng.uniform(np.log(1e-4), np.log(3e-3))))
+    return {'t': t, 'x': x, 'x_meas': np.round(x / q) * q, 'F': f_clean, 'F_meas': f_meas, 'v_sign': v_sign,
+            'kinks': kinks, 'f_h': f_h, 'stroke': stroke, 'speed': speed}
+
+
+def force_curve(rng) -> list[Outcome]:
+    """``impedance/force_curve``: a quasi-static press and release (:func:`simulate_force_curve`) through
+    impedance-profile's path (:func:`.report.profile_record_modes`, profile_mode auto) -> one Outcome per
+    (segment, direction) for the stiffness and per segment for the hysteresis width (estimator
+    'quasi_static'). Truth of k: the least-squares slope of the true spring over the bin's samples (true
+    direction, from the 2 s start-up skip on); of the hysteresis width: 2 F_h. model_fits: no kink inside the
+    segment; good_data: model_fits and >= 50 samples in the bin. When auto does not choose the quasi-static
+    mode, every outcome is published not valid (a false refusal on good data)."""
+    from .report import profile_record_modes
+    sim = simulate_force_curve(rng)
+    stroke = sim['stroke']
+    params = validate_all(PARAMS, {'joint_name': 'stem', 'position_range': [0.0, stroke], 'segments': 4,
+                                   'min_velocity': 0.3 * sim['speed'], 'min_samples': 30})
+    edges = np.linspace(0.0, stroke, 5)
+    try:
+        _, _, qs, evidence = profile_record_modes(sim['t'], sim['x_meas'], sim['F_meas'], params,
+                                                  FitOptions(v_min=params['min_velocity'], n_min=30))
+        why = '' if qs is not None else f"auto chose {evidence['chosen']}"
+    except ValueError as exc:
+        qs, why = None, str(exc)
+    t, x = sim['t'], sim['x']
+    xq = sim['x_meas']
+    out = []
+    fits_seg = [not np.any((sim['kinks'] > edges[j]) & (sim['kinks'] < edges[j + 1])) for j in range(4)]
+    for d, sgn in ((0, 1.0), (1, -1.0)):
+        for j in range(4):
+            inside = (xq >= edges[j]) & ((xq <= edges[j + 1]) if j == 3 else (xq < edges[j + 1]))
+            sel = inside & (sim['v_sign'] == sgn) & (t >= 2.0)
+            truth = float(np.polyfit(x[sel], sim['F'][sel], 1)[0]) if sel.sum() >= 3 and np.ptp(x[sel]) > 0 \
+                else np.nan
+            good = fits_seg[j] and sel.sum() >= 50
+            if qs is None:
+                out.append(Outcome('quasi_static', 'stiffness', np.nan, np.nan, truth, False, fits_seg[j], good,
+                                   why, 'N/m'))
+                continue
+            out.append(Outcome('quasi_static', 'stiffness', float(qs.theta[d, j, 0]),
+                               float(np.sqrt(max(qs.cov[d, j, 0, 0], 0.0))), truth, bool(qs.valid[d, j]),
+                               fits_seg[j], good, qs.reason[d][j], 'N/m'))
+    for j in range(4):
+        good = fits_seg[j] and qs is not None and bool(qs.valid[:, j].all())
+        if qs is None:
+            out.append(Outcome('quasi_static', 'hysteresis_width', np.nan, np.nan, 2 * sim['f_h'], False,
+                               fits_seg[j], False, why, 'N'))
+            continue
+        out.append(Outcome('quasi_static', 'hysteresis_width', float(qs.hysteresis[j]),
+                           float(qs.hysteresis_std[j]), 2 * sim['f_h'], bool(qs.valid[:, j].all()), fits_seg[j],
+                           good, '; '.join(qs.reason[d][j] for d in (0, 1)), 'N'))
+    return out

@@ -28,7 +28,10 @@ median step between distinct x values); combined by
 ``trust.covariance.combine`` and judged by ``trust.verdict.judge`` (prior: n >= min_samples, the condition
 number of [x 1] column-normalised <= max_condition).
 
-**When is the motion quasi-static?** (``quasi_static_evidence``, used by ``profile_mode: auto``): both
+**When is the motion quasi-static?** (``quasi_static_evidence``, used by ``profile_mode: auto``): when the
+motion's characteristic frequency f_mot = v_rms / (2 pi std x) is below ``QUASI_STATIC_HZ`` (0.2 Hz: a
+stroke takes more than ~3 s; the inertial force of any mechanism whose natural frequency exceeds 10 f_mot is
+below (f_mot / f_n)^2 = 1 % of its spring force) - or, whatever f_mot, when both
 (i) the dynamic fit (:func:`.segmented.fit_segmented`) finds no (segment, direction) bin where mass and
 stiffness are separable, and (ii) the rms acceleration of the moving samples is at most
 ``ACCELERATION_NOISE_FACTOR`` (3) x the noise std of the kernel-differentiated position: the motion's
@@ -52,6 +55,10 @@ QS_MODEL = ('quasi_static_force_curve: F = k x + c per (position segment, direct
 #: kernel-differentiated position (a single fast tone also separates m from k in no bin, but its
 #: acceleration is far above the noise)
 ACCELERATION_NOISE_FACTOR = 3.0
+#: auto mode: the motion is slow when its characteristic frequency f_mot = v_rms / (2 pi std x) is below this
+#: (a stroke takes more than ~3 s): the inertial force of a mechanism whose natural frequency f_n exceeds
+#: 10 f_mot = 2 Hz is then below (f_mot / f_n)^2 = 1 % of its spring force
+QUASI_STATIC_HZ = 0.2
 NOT_IDENTIFIABLE = ('mass and damping: not identifiable (quasi-static motion: the inertial and damping '
                     'forces are below the force noise)')
 
@@ -121,13 +128,17 @@ def quasi_static_evidence(dynamic, conditioned) -> dict:
     sigma_a = float(np.sqrt(c.noise_variance[0])) if np.isfinite(c.noise_variance[0]) else float('nan')
     separable = int(np.sum(dynamic.separable))
     slow = bool(not (a_rms > ACCELERATION_NOISE_FACTOR * sigma_a)) if np.isfinite(sigma_a) else False
-    return {'quasi_static': separable == 0 and slow, 'separable_bins': separable,
+    x_std = float(np.std(c.x)) if len(c.x) else 0.0
+    f_mot = v_rms / (2.0 * np.pi * x_std) if x_std > 0 else float('inf')
+    return {'quasi_static': bool(f_mot < QUASI_STATIC_HZ or (separable == 0 and slow)),
+            'motion_frequency_hz': f_mot, 'separable_bins': separable,
             'acceleration_at_noise_level': slow,
             'acceleration_rms': a_rms, 'acceleration_noise_std': sigma_a, 'velocity_rms': v_rms,
             'force_noise_std': sigma_f, 'excitation_band_hz': float(c.band_hz),
             'mass_visible_above': sigma_f / a_rms if a_rms > 0 else float('inf'),
             'damping_visible_above': sigma_f / v_rms if v_rms > 0 else float('inf'),
-            'rule': 'quasi-static when no (segment, direction) bin of the dynamic fit separates mass from '
+            'rule': f'quasi-static when the motion frequency v_rms / (2 pi std x) is below {QUASI_STATIC_HZ:g} '
+                    'Hz, or when no (segment, direction) bin of the dynamic fit separates mass from '
                     f'stiffness and the rms acceleration of the moving samples is at most '
                     f'{ACCELERATION_NOISE_FACTOR:g} x the noise of the differentiated position'}
 

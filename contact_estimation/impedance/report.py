@@ -448,7 +448,8 @@ def _run(a) -> int:
         plot_quasi_static(qs, t, x, f, out)
         print(f'{a.bag}: {verdict}')
         print(f"  {jit}; {len(c.t)} samples at {c.rate_hz:.6g} Hz (median)")
-        print(f"  quasi-static evidence: {evidence['separable_bins']} bins separate m from k; a_rms "
+        print(f"  quasi-static evidence: motion frequency {evidence['motion_frequency_hz']:.3g} Hz; "
+              f"{evidence['separable_bins']} bins separate m from k; a_rms "
               f"{evidence['acceleration_rms']:.3g} (noise {evidence['acceleration_noise_std']:.3g}), v_rms "
               f"{evidence['velocity_rms']:.3g}, force noise {evidence['force_noise_std']:.3g} N: m a would reach "
               f"it only for m > {evidence['mass_visible_above']:.3g}, b v for b > "
