@@ -96,32 +96,58 @@ class StampGate:
         jump is the block's last event)."""
         stamps_ns = np.asarray(stamps_ns, dtype=np.int64)
         n = len(stamps_ns)
-        if n and self._all_good(stamps_ns, finite):      # the common case, in a few vector operations
-            self.dt_ns = int(stamps_ns[-1] - stamps_ns[-2]) if n > 1 else (
-                int(stamps_ns[0] - self.last_ns) if self.last_ns is not None else self.dt_ns)
-            self.last_ns = int(stamps_ns[-1])
-            self.counts.accepted += n
-            return [Segment(np.arange(n))]
+        if n == 1 and stamps_ns[0] > 0 and (finite is None or bool(np.asarray(finite).reshape(-1)[0])):
+            verdict = self._one(int(stamps_ns[0]))          # one sample (a callback): no vector machinery
+            return [] if verdict == _DROP else [Segment(np.zeros(1, dtype=np.int64), verdict == _RESET)]
         ok = stamps_ns > 0
         self.counts.zero_stamp += int(n - ok.sum())
         if finite is not None:
             bad = ok & ~np.asarray(finite, dtype=bool)
             self.counts.nonfinite += int(bad.sum())
             ok &= ~bad
+        idx, s = np.flatnonzero(ok), stamps_ns[ok]
         segments: list[Segment] = []
-        current: list[int] = []
+        current: list[np.ndarray] = []
         reset = False
-        for i, t in zip(np.flatnonzero(ok).tolist(), stamps_ns[ok].tolist()):
-            verdict = self._one(t)
+        pos, window = 0, max(len(s), 1)                  # optimistic: the whole block in one run
+        while pos < len(s):
+            k = self._regular_run(s[pos:pos + window])      # leading samples the plain rule accepts, vectorised
+            if k:
+                current.append(idx[pos:pos + k])
+                pos += k
+                window = window * 2 if k == window else 64
+                continue
+            verdict = self._one(int(s[pos]))
             if verdict == _RESET:
                 if current or reset:
-                    segments.append(Segment(np.asarray(current, dtype=np.int64), reset_before=reset))
+                    segments.append(Segment(_joined(current), reset_before=reset))
                 current, reset = [], True
             if verdict != _DROP:
-                current.append(i)
+                current.append(idx[pos:pos + 1])
+            pos += 1
         if current or reset:
-            segments.append(Segment(np.asarray(current, dtype=np.int64), reset_before=reset))
+            segments.append(Segment(_joined(current), reset_before=reset))
         return segments
+
+    def _regular_run(self, s: np.ndarray) -> int:
+        """How many leading stamps of ``s`` continue the accepted stream (``last < t <= last + F``, no watch
+        pending), each from the previous; they are accepted here (counts and state as ``_one`` would)."""
+        if self.last_ns is None or self.watch_ns is not None or not len(s):
+            return 0
+        step = np.diff(np.concatenate(([self.last_ns], s)))
+        if step.min() > 0 and step.max() <= self.jump_threshold_s * 1e9:
+            k = len(s)                                      # the common case: no step back, none beyond J
+        else:
+            dt_before = np.concatenate(([self.dt_ns if self.dt_ns is not None else -1], step[:-1]))
+            limit = np.where(dt_before < 0, np.inf, np.maximum(self.jump_threshold_s * 1e9,
+                                                               self.forward_intervals * dt_before))
+            good = (step > 0) & (step <= limit)
+            k = len(s) if good.all() else int(np.argmin(good))
+        if k:
+            self.dt_ns = int(step[k - 1])
+            self.last_ns = int(s[k - 1])
+            self.counts.accepted += k
+        return k
 
     # ------------------------------------------------------------------ one sample
     def _forward_ns(self) -> float:
@@ -180,26 +206,10 @@ class StampGate:
             return _RESET
         return _ACCEPT
 
-    def _all_good(self, stamps_ns: np.ndarray, finite: np.ndarray | None) -> bool:
-        if finite is not None and not np.asarray(finite, dtype=bool).all():
-            return False
-        if stamps_ns[0] <= 0 or self.watch_ns is not None:
-            return False
-        prev = np.concatenate(([self.last_ns if self.last_ns is not None else stamps_ns[0] - 1], stamps_ns))
-        step = np.diff(prev)
-        if not (step > 0).all():
-            return False
-        if self.last_ns is None and len(step) < 2:
-            return True
-        # F per sample: from the interval before it (the first sample's from the gate's state)
-        first = self.dt_ns if self.last_ns is not None and self.dt_ns is not None else -1
-        dt_before = np.concatenate(([first], step[:-1]))
-        if self.last_ns is None:
-            dt_before[1] = -1                                  # no interval before the second sample
-        limit = np.where(dt_before < 0, np.inf, np.maximum(self.jump_threshold_s * 1e9,
-                                                           self.forward_intervals * dt_before))
-        return bool((step <= limit).all())
-
 
 _ACCEPT, _DROP, _RESET = 0, 1, 2
+
+
+def _joined(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts).astype(np.int64) if parts else np.empty(0, dtype=np.int64)
 
