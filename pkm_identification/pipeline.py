@@ -28,7 +28,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.stats import t as student_t
+from scipy.stats import f as f_dist, t as student_t
 
 from contact_dynamics_common import trust
 from contact_dynamics_common.ros.params import ConfigError
@@ -51,6 +51,10 @@ from .ukf import ParameterUKF
 MODEL = 'stewart_gough_13_body_lumped_mass'
 #: the conditioning term's second, defensible parallel-filter cut-off, relative to parallel_filter_hz
 ALTERNATIVE_RATIO = 0.6
+#: columns of the block moments: 8 inertial, 12 friction (the estimator's law), 6 of a smoother Coulomb shape
+#: tanh(L_dot / SHAPE_VS) per strut (the omitted-regressor test of the friction law when friction is estimated)
+NCOL = 26
+SHAPE_VS = 0.005
 
 
 @dataclass
@@ -186,13 +190,13 @@ class PkmPipeline:
         self.history: deque = deque(maxlen=self.p['history_window'])
         self.history_std: deque = deque(maxlen=self.p['history_window'])
         # friction columns always enter the moments: the omitted-regressor test of unmodelled strut friction
-        self.moments = BlockMoments(20, self.p['trust_block'])
+        self.moments = BlockMoments(NCOL, self.p['trust_block'])
         self._n_snap = 0                    # used samples at the last convergence snapshot
         fc = self.p['parallel_filter_hz']
         self.pfilter = StreamingParallelFilter(fc) if fc > 0 else None
         self.pfilter_alt = StreamingParallelFilter(ALTERNATIVE_RATIO * fc) if fc > 0 else None
-        self.moments_alt = BlockMoments(20, self.p['trust_block'])
-        self.noise_removed = np.zeros((20, 20))   # weighted cross-moments of what the kernel removed
+        self.moments_alt = BlockMoments(NCOL, self.p['trust_block'])
+        self.noise_removed = np.zeros((NCOL, NCOL))   # weighted cross-moments of what the kernel removed
         self.stamp_ns = 0
         self.pred = None
         self.counts_used = 0
@@ -343,33 +347,42 @@ class PkmPipeline:
             qd_alt = K.rates_from_struts(self.machine, q, coefL[:, 1][ok], Ldd)[0]
         self._use_samples(q, qd, qdd, F, L, stamps, qd_alt)
 
+    def _columns(self, q, qd, qdd) -> np.ndarray:
+        """(N, 6, NCOL): the 20-column regressor (friction columns of the estimator's law included even when
+        friction is not estimated) and tanh(L_dot / SHAPE_VS) on each strut's own row."""
+        Y = D.regressor(self.machine, q, qd, qdd, friction=True, friction_model=self.p['friction_model'])
+        Ld = np.einsum('nji,nj->ni', K.jacobian(self.machine, q), qd)            # L_dot = J^T qd
+        S = np.zeros(Y.shape[:2] + (6,))
+        S[:, np.arange(6), np.arange(6)] = np.tanh(Ld / SHAPE_VS)
+        return np.concatenate([Y, S], axis=2)
+
     def _use_samples(self, q, qd, qdd, F, L, stamps, qd_alt=None) -> None:
         """Regressor and UKF updates of accepted samples: pose q, rates qd, accelerations qdd, forces F [N].
         The 20-column regressor (strut friction columns included even when friction is not estimated: the
         omitted-regressor test) goes into the block moments with the weight the UKF gives each sample.
         The alternative chain (kernel at alternative_ratio x the cut-off; L_dot from the positions when the
         measured velocity is used: ``qd_alt``) feeds the second moments of the conditioning term."""
-        Y20 = D.regressor(self.machine, q, qd, qdd, friction=True, friction_model=self.p['friction_model'])
+        Y20 = self._columns(q, qd, qdd)
         good = np.isfinite(Y20).all(axis=(1, 2)) & np.isfinite(F).all(1)
         self.counts['rejected_kinematics'] += int((~good).sum())
         Y20, F, L, stamps = Y20[good], F[good], L[good], stamps[good]
         if not len(F):
             return
         if self.pfilter_alt is not None and not self.frozen:
-            Ya = Y20 if qd_alt is None else D.regressor(self.machine, q[good], qd_alt[good], qdd[good], friction=True,
-                                                        friction_model=self.p['friction_model'])
+            Ya = Y20 if qd_alt is None else self._columns(q[good], qd_alt[good], qdd[good])
             _, Za, _ = self.pfilter_alt(stamps, np.concatenate([Ya.reshape(len(F), -1), F], axis=1))
             if len(Za):
-                self.moments_alt.add(Za[:, :120].reshape(-1, 6, 20), Za[:, 120:], np.linalg.inv(self.ukf.R))
+                self.moments_alt.add(Za[:, :6 * NCOL].reshape(-1, 6, NCOL), Za[:, 6 * NCOL:],
+                                     np.linalg.inv(self.ukf.R))
         n = len(self.names)
         self.stamp_ns = int(stamps[-1])
         self.pred = (int(stamps[-1]), Y20[-1, :, :n], L[-1].copy())     # newest sample: feed-forward prediction
         if self.pfilter is not None:                 # parallel filtering: Y and F through the same kernel
             st, Z, Zraw = self.pfilter(stamps, np.concatenate([Y20.reshape(len(F), -1), F], axis=1))
-            Y20, F = Z[:, :120].reshape(-1, 6, 20), Z[:, 120:]
+            Y20, F = Z[:, :6 * NCOL].reshape(-1, 6, NCOL), Z[:, 6 * NCOL:]
             if not len(F):
                 return
-            hp = Zraw[:, :120].reshape(-1, 6, 20) - Y20           # what the kernel removed from each column
+            hp = Zraw[:, :6 * NCOL].reshape(-1, 6, NCOL) - Y20    # what the kernel removed from each column
         Y = Y20[:, :, :n]
         seq = self._seq + np.arange(len(F))
         self._seq += len(F)
@@ -435,7 +448,7 @@ class PkmPipeline:
             theta[e] = theta_f[e] - K @ (theta_f[u] - self.theta0[u])
             theta[u] = self.theta0[u]
             own = own - K @ P[np.ix_(u, e)]
-        t20 = np.zeros(20)
+        t20 = np.zeros(NCOL)
         t20[:n] = theta
         M, B = self.moments.score_covariance(t20)
         A, _, _, _ = self.moments.totals()
@@ -478,46 +491,51 @@ class PkmPipeline:
         return np.linalg.solve(np.diag(1.0 / self.P0[e]) + A[np.ix_(e, e)], rhs)
 
     def _friction_check(self, theta: np.ndarray, free: np.ndarray, sigma: np.ndarray):
-        """Omitted-regressor (Wald) test of unmodelled strut friction when it is not estimated: the 12 friction
-        columns are appended to the free parameters in the block moments; their coefficients' Wald statistic
-        with the HAC covariance from B blocks, as Hotelling's T^2 against F(12, B - 12) (alpha 1e-3), and only
-        when the friction would move a free parameter by more than its published (honest) sigma ``sigma``."""
-        if self.friction:
-            return None
+        """Omitted-regressor (Wald) test of the strut friction: without friction estimated, its 12 columns; with
+        it, the 6 columns of a smoother Coulomb shape tanh(L_dot / SHAPE_VS) (does the estimator's friction law
+        fit?). The tested columns are appended to the free parameters in the block moments; their coefficients'
+        Wald statistic with the HAC covariance from B blocks, as Hotelling's T^2 against F(q, B - q) (alpha
+        1e-3), flags only when they would move a free parameter by more than its published (honest) sigma and
+        more than 0.1 % of its value."""
+        tested = np.arange(20, NCOL) if self.friction else np.arange(8, 20)
+        nq = len(tested)
         e = np.flatnonzero(free)
-        aug = np.concatenate([e, np.arange(8, 20)])
+        aug = np.concatenate([e, tested])
+        rest = np.setdiff1d(np.arange(NCOL), aug)
         A, c, _, _ = self.moments.totals()
-        t0 = np.zeros(20)
+        t0 = np.zeros(NCOL)
         t0[:len(theta)] = theta
-        p0 = np.concatenate([self.P0[e], np.full(12, 1e12)])
+        p0 = np.concatenate([self.P0[e], np.full(nq, 1e12)])
         lam = np.diag(1.0 / p0) + A[np.ix_(aug, aug)]
-        rhs = c[aug] - A[np.ix_(aug, np.setdiff1d(np.arange(20), aug))] @ t0[np.setdiff1d(np.arange(20), aug)]
+        rhs = c[aug] - A[np.ix_(aug, rest)] @ t0[rest]
         rhs[:len(e)] += self.theta0[e] / self.P0[e]
         try:
             sol = np.linalg.solve(lam, rhs)
         except np.linalg.LinAlgError:
             return None
-        t20 = t0.copy()
-        t20[aug] = sol
-        M, B = self.moments.score_covariance(t20)
-        if B <= len(aug) + 2:
+        t_aug = t0.copy()
+        t_aug[aug] = sol
+        M, B = self.moments.score_covariance(t_aug)
+        if B <= len(aug) + 2 or B <= nq + 1:
             return None
         li = np.linalg.inv(lam)
         C = li @ ((B / (B - 1.0)) * M[np.ix_(aug, aug)]) @ li
         fr = sol[len(e):]
-        Cf = C[len(e):, len(e):]
         try:
-            wald = float(fr @ np.linalg.solve(Cf, fr))
+            wald = float(fr @ np.linalg.solve(C[len(e):, len(e):], fr))
         except np.linalg.LinAlgError:
             return None
-        from scipy.stats import f as f_dist           # Hotelling: the HAC covariance comes from only B blocks
-        pv = float(f_dist.sf(wald * (B - 12) / (12.0 * (B - 1)), 12, B - 12)) if B > 13 else 1.0
-        shift = np.abs(sol[:len(e)] - theta[e]) / np.maximum(sigma[e], 1e-300)
+        pv = float(f_dist.sf(wald * (B - nq) / (nq * (B - 1.0)), nq, B - nq))
+        # a move that matters: beyond the published sigma and beyond 0.1 % of the value (noise-free data has a
+        # sigma of round-off, against which any structure is 'significant')
+        shift = np.abs(sol[:len(e)] - theta[e]) / np.maximum(np.maximum(sigma[e], 1e-3 * np.abs(theta[e])), 1e-300)
         if pv < 1e-3 and shift.max() > 1.0:
             j = e[int(np.argmax(shift))]
-            return trust.Check(False, f'{trust.MISMATCH}: unmodelled strut friction (omitted-regressor test '
-                                      f'T2 = {wald:.3g}, p = {pv:.2g}; it moves {self.names[j]} by '
-                                      f'{shift.max():.1f} sigma): set estimate_friction: true',
+            what = ('the strut friction law does not fit (a smoother Coulomb shape' if self.friction
+                    else 'unmodelled strut friction (')
+            hint = 'check the friction model' if self.friction else 'set estimate_friction: true'
+            return trust.Check(False, f'{trust.MISMATCH}: {what} omitted-regressor test T2 = {wald:.3g}, '
+                                      f'p = {pv:.2g}; it moves {self.names[j]} by {shift.max():.1f} sigma): {hint}',
                                'omitted_regressor', wald, pv)
         return trust.Check(True, 'ok', 'omitted_regressor', wald, pv)
 
