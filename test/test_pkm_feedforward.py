@@ -1,0 +1,97 @@
+"""pkm_feedforward (issue 18 item 2): the feed-forward of a desired strut trajectory equals the model's inverse
+dynamics with theta-hat (the full-tensor ``dynamics.inverse_dynamics``, no regressor: an independent
+computation), and the measured force of a simulated run lies within the sigma band built from theta's
+covariance; unidentified parameters take their configured values and say so. Over DDS: the node's commands.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pkm_identification import dynamics as D
+from pkm_identification import kinematics as K
+from pkm_identification import records as RC
+from pkm_identification.calibration import STRUTS, Plant, identify_plant
+from pkm_identification.feedforward.model import TrajectorySampler, feedforward, parameters_for, pose_rates
+from pkm_identification.geometry import INERTIA_NAMES_12, load_machine
+
+
+def theta12_of(theta8) -> np.ndarray:
+    """A 12-parameter inertia set whose base parameters are theta8 (strut inertias all in the lower body)."""
+    t = dict.fromkeys(INERTIA_NAMES_12, 0.0)
+    t.update(m_e=theta8[0], m_b=theta8[1], m_p=theta8[2], Ixxp=theta8[3], Iyyp=theta8[4], Izzp=theta8[5],
+             Ixxb=theta8[6], Izzb=theta8[7])
+    return np.array([t[n] for n in INERTIA_NAMES_12])
+
+
+@pytest.fixture(scope='module')
+def run():
+    """A simulated 3 s multisine run (force noise 0.5 % rms) and pkm_identifier's pipeline on it from a prior
+    30 % off the truth."""
+    m = load_machine('uf_like')
+    rec = RC.actuated(m, 'multisine', duration=3.0, rate=1000.0)
+    rng = np.random.default_rng(4)
+    noise = 0.005 * float(np.sqrt((rec.F ** 2).mean()))
+    Fm = rec.F + rng.normal(0.0, noise, rec.F.shape)
+    plant = Plant(m, m.theta12(), rec.truth, 'multisine', 1_000_000_000 + np.round(rec.t * 1e9).astype(np.int64),
+                  rec.L, rec.Ld, Fm, 0.0, {})
+    est, _ = identify_plant(plant, rec.truth * 1.3)
+    estimate = {'names': list(est.names), 'values': list(est.values), 'covariance': list(np.ravel(est.covariance)),
+                'flags': list(est.flags), 'valid': est.valid}
+    return m, rec, Fm, noise, estimate
+
+
+def test_feedforward_equals_inverse_dynamics_with_theta_hat(run):
+    m, rec, _, _, estimate = run
+    assert estimate['valid']
+    params = parameters_for(dict(zip(D.BASE_NAMES, rec.truth)), 0.5, estimate)
+    # the desired trajectory: every 20 ms of the run as JointTrajectory points (positions, velocities, accelerations)
+    sm = K.strut_motion(K.pose(m, rec.q), rec.qd, rec.qdd)
+    knots = slice(0, len(rec.t), 20)
+    sampler = TrajectorySampler(rec.t[knots], rec.L[knots], sm.Ld[knots], sm.Ldd[knots])
+    L, Ld, Ldd = sampler(rec.t[knots])
+    q, qd, qdd, ok = pose_rates(m, L, Ld, Ldd)
+    assert ok.all()
+    F, sigma = feedforward(m, params, q, qd, qdd)
+    want = D.inverse_dynamics(m, theta12_of(params.theta), rec.q[knots], rec.qd[knots], rec.qdd[knots])
+    assert np.max(np.abs(F - want)) <= 1e-6 * np.max(np.abs(want)), np.max(np.abs(F - want))
+    # between the points: the quintic interpolation of a 0.2-8 Hz motion at 50 points/s
+    inside = rec.t <= sampler.duration
+    L, Ld, Ldd = sampler(rec.t[inside])
+    Fi, _ = feedforward(m, params, *pose_rates(m, L, Ld, Ldd)[:3])
+    want_all = D.inverse_dynamics(m, theta12_of(params.theta), rec.q[inside], rec.qd[inside], rec.qdd[inside])
+    rel = np.max(np.abs(Fi - want_all)) / np.max(np.abs(want_all))
+    assert rel < 1e-3, rel
+    print(f'feed-forward vs inverse dynamics: {np.max(np.abs(F - want)):.2e} N at the points, '
+          f'{rel:.2e} relative between them')
+
+
+def test_measured_force_within_the_sigma_band(run):
+    m, rec, Fm, noise, estimate = run
+    params = parameters_for(dict(zip(D.BASE_NAMES, rec.truth * 1.3)), 0.5, estimate)
+    L, Ld, Ldd = rec.L, *[getattr(K.strut_motion(K.pose(m, rec.q), rec.qd, rec.qdd), a) for a in ('Ld', 'Ldd')]
+    F, sigma = feedforward(m, params, *pose_rates(m, L, Ld, Ldd)[:3])
+    z = (Fm - F) / np.sqrt(sigma ** 2 + noise ** 2)
+    inside2 = float(np.mean(np.abs(z) < 2.0))
+    assert inside2 >= 0.9 and np.max(np.abs(z)) < 5.0, (inside2, np.max(np.abs(z)))
+    # the band is the parameters' own: the model error it covers is real (truth vs estimate)
+    F_true = D.inverse_dynamics(m, m.theta12(), rec.q, rec.qd, rec.qdd)
+    z_model = (F_true - F) / np.maximum(sigma, 1e-12)
+    print(f'sigma band: {100 * inside2:.1f} % of measured forces within 2 sigma (max |z| {np.max(np.abs(z)):.2f}); '
+          f'model error within {np.mean(np.abs(z_model) < 2) * 100:.1f} % at 2 sigma_theta; '
+          f'sigma_theta median {np.median(sigma):.3g} N, noise {noise:.3g} N; configured: {params.configured()}')
+    assert np.mean(np.abs(z_model) < 3.0) >= 0.9
+
+
+def test_unidentified_parameters_take_configured_values():
+    conf = dict(zip(D.BASE_NAMES, [1.0, 2.0, 3.0, 0.1, 0.2, 0.3, 0.01, 0.02]))
+    est = {'names': list(D.BASE_NAMES), 'values': [9.0] * 8, 'covariance': list(np.eye(8).ravel() * 0.01),
+           'flags': ['identified', 'converging', 'not_excited', 'prior_only', 'identified', 'never_identifiable',
+                     'identified', 'identified'], 'valid': True}
+    p = parameters_for(conf, 0.5, est)
+    assert list(p.theta) == [9.0, 9.0, 3.0, 0.1, 9.0, 0.3, 9.0, 9.0]
+    assert p.configured() == ['m_p', 'Ixxp', 'Izzp']
+    assert p.covariance[2, 2] == pytest.approx((0.5 * 3.0) ** 2) and p.covariance[0, 0] == pytest.approx(0.01)
+    assert np.all(parameters_for(conf, 0.5, {**est, 'valid': False}).theta == list(conf.values()))
+    with pytest.raises(ValueError):
+        TrajectorySampler([0.0, 0.0], np.zeros((2, 6)))
