@@ -44,6 +44,7 @@ setup(
             'impedance_profiler = contact_estimation.impedance.node:main',
             'impedance_tuner = contact_estimation.tuner.node:main',
             'pkm_identifier = pkm_identification.node:main',
+            'pkm_feedforward = pkm_identification.feedforward.node:main',
             'impact_indicator = rover_contact.impact.node:main',
             'posture_evaluator = rover_contact.posture.node:main',
         ],
