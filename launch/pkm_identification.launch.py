@@ -7,9 +7,15 @@
 The estimate appears on /pkm_identifier/parameters (contact_dynamics/ParameterEstimate), the platform inertia
 on /pkm_identifier/platform_inertia, the feed-forward forces on /pkm_identifier/predicted_effort, health on
 /diagnostics.
+
+With feedforward:=true the pkm_feedforward node starts beside it (doc/bridges.md): it takes a desired strut
+trajectory on /pkm_feedforward/joint_trajectory and publishes Y theta-hat on <feedforward_controller>/commands:
+  ros2 launch contact_dynamics pkm_identification.launch.py feedforward:=true \
+      feedforward_controller:=/effort_controller machine:=uf_like
 """
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument
+from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import Node
 from launch_ros.substitutions import FindPackageShare
@@ -25,6 +31,12 @@ def generate_launch_description() -> LaunchDescription:
                               description='JointState input: strut lengths, velocities, actuator forces'),
         DeclareLaunchArgument('namespace', default_value='', description='Node namespace'),
         DeclareLaunchArgument('log_level', default_value='info', description='Logger level'),
+        DeclareLaunchArgument('feedforward', default_value='false',
+                              description='Start pkm_feedforward beside the identifier (doc/bridges.md)'),
+        DeclareLaunchArgument('feedforward_controller', default_value='effort_controller',
+                              description='Forward-command controller whose <name>/commands the forces go to'),
+        DeclareLaunchArgument('machine', default_value='uf_like',
+                              description="pkm_feedforward's machine (the identifier's own comes from params_file)"),
     ]
     node = Node(
         package='contact_dynamics',
@@ -37,4 +49,17 @@ def generate_launch_description() -> LaunchDescription:
         remappings=[('joint_states', LaunchConfiguration('joint_states_topic'))],
         arguments=['--ros-args', '--log-level', LaunchConfiguration('log_level')],
     )
-    return LaunchDescription(args + [node])
+    feedforward = Node(
+        package='contact_dynamics',
+        executable='pkm_feedforward',
+        name='pkm_feedforward',
+        namespace=LaunchConfiguration('namespace'),
+        output='screen',
+        emulate_tty=True,
+        condition=IfCondition(LaunchConfiguration('feedforward')),
+        parameters=[{'use_sim_time': LaunchConfiguration('use_sim_time'),
+                     'machine': LaunchConfiguration('machine'),
+                     'command_topic': [LaunchConfiguration('feedforward_controller'), '/commands']}],
+        arguments=['--ros-args', '--log-level', LaunchConfiguration('log_level')],
+    )
+    return LaunchDescription(args + [node, feedforward])
