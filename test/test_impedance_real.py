@@ -149,7 +149,8 @@ def test_run_bag_accepts_jittered_recordings(tmp_path, bag, values):
             assert (ok and np.isfinite(k)) or (not ok and why), (k, ok, why)
 
 
-@pytest.mark.parametrize('bag,joint,topic', [(DOME, 'key_stem', 'wrench'), (SEA, 'sea_spring', '/sea/torque_as_force')],
+@pytest.mark.parametrize('bag,joint,topic', [(DOME, 'key_stem', 'wrench'),
+                                              (SEA, 'sea_spring', '/sea/torque_as_force')],
                          ids=['dome', 'sea_61'])
 def test_contact_compare_resamples_jittered_recordings(tmp_path, capsys, bag, joint, topic):
     from contact_dynamics_common.cli import main

@@ -305,8 +305,8 @@ def force_curve(rng) -> list[Outcome]:
                 else np.nan
             good = fits_seg[j] and sel.sum() >= 50
             if qs is None:
-                out.append(Outcome('quasi_static', 'stiffness', np.nan, np.nan, truth, False, fits_seg[j], good,
-                                   why, 'N/m'))
+                out.append(Outcome('quasi_static', 'stiffness', np.nan, np.nan, truth, False, fits_seg[j],
+                                   good, why, 'N/m'))
                 continue
             out.append(Outcome('quasi_static', 'stiffness', float(qs.theta[d, j, 0]),
                                float(np.sqrt(max(qs.cov[d, j, 0, 0], 0.0))), truth, bool(qs.valid[d, j]),
@@ -318,6 +318,6 @@ def force_curve(rng) -> list[Outcome]:
                                fits_seg[j], False, why, 'N'))
             continue
         out.append(Outcome('quasi_static', 'hysteresis_width', float(qs.hysteresis[j]),
-                           float(qs.hysteresis_std[j]), 2 * sim['f_h'], bool(qs.valid[:, j].all()), fits_seg[j],
-                           good, '; '.join(qs.reason[d][j] for d in (0, 1)), 'N'))
+                           float(qs.hysteresis_std[j]), 2 * sim['f_h'], bool(qs.valid[:, j].all()),
+                           fits_seg[j], good, '; '.join(qs.reason[d][j] for d in (0, 1)), 'N'))
     return out

@@ -37,7 +37,8 @@ stiffness are separable, and (ii) the rms acceleration of the moving samples is 
 ``ACCELERATION_NOISE_FACTOR`` (3) x the noise std of the kernel-differentiated position: the motion's
 acceleration is indistinguishable from noise, so no inertial force can be measured ((i) alone also holds
 for a fast single tone, whose acceleration is large but proportional to x: that stays a dynamic-mode
-refusal, "use a multisine"). The evidence also states the implied bounds: an inertial force m a reaches the force noise sigma_F only for m > sigma_F / a_rms, a damping force
+refusal, "use a multisine"). The evidence also states the implied bounds: an inertial force m a reaches the
+force noise sigma_F only for m > sigma_F / a_rms, a damping force
 b v only for b > sigma_F / v_rms (a_rms, v_rms over the moving samples).
 """
 from __future__ import annotations
@@ -137,9 +138,9 @@ def quasi_static_evidence(dynamic, conditioned) -> dict:
             'force_noise_std': sigma_f, 'excitation_band_hz': float(c.band_hz),
             'mass_visible_above': sigma_f / a_rms if a_rms > 0 else float('inf'),
             'damping_visible_above': sigma_f / v_rms if v_rms > 0 else float('inf'),
-            'rule': f'quasi-static when the motion frequency v_rms / (2 pi std x) is below {QUASI_STATIC_HZ:g} '
-                    'Hz, or when no (segment, direction) bin of the dynamic fit separates mass from '
-                    f'stiffness and the rms acceleration of the moving samples is at most '
+            'rule': 'quasi-static when the motion frequency v_rms / (2 pi std x) is below '
+                    f'{QUASI_STATIC_HZ:g} Hz, or when no (segment, direction) bin of the dynamic fit '
+                    'separates mass from stiffness and the rms acceleration of the moving samples is at most '
                     f'{ACCELERATION_NOISE_FACTOR:g} x the noise of the differentiated position'}
 
 
@@ -219,7 +220,8 @@ def fit_quasi_static(t, x, F, direction, edges, *, min_samples: int = 200, max_c
                 # x quantised to steps q: the error e (|e| <= q/2) of a slow ramp is not white (it beats
                 # with the sampling), so its share of the slope is bounded, not averaged:
                 # |dk| <= |k| sigma_e / sigma_x(bin), sigma_e = q / sqrt(12); c moves by -dk mean(x)
-                dk = abs(ths[0] / scale[0]) * (resolution / np.sqrt(12.0)) / max(float(np.std(x[idx])), 1e-300)
+                sigma_e = resolution / np.sqrt(12.0)
+                dk = abs(ths[0] / scale[0]) * sigma_e / max(float(np.std(x[idx])), 1e-300)
                 dvec = np.array([dk, -dk * float(np.mean(x[idx]))]) * scale
                 level = np.array([0.0, abs(ths[0] / scale[0]) * resolution / np.sqrt(12.0)]) * scale
                 quant = np.outer(dvec, dvec) + np.outer(level, level)
@@ -277,5 +279,6 @@ def profile_conditioned(t_raw, x_raw, F_raw, conditioned, edges, *, v_min: float
                             evidence=evidence)
 
 
-__all__ = ['QuasiStaticProfile', 'fit_quasi_static', 'profile_conditioned', 'local_slope', 'position_resolution', 'quasi_static_evidence',
+__all__ = ['QuasiStaticProfile', 'fit_quasi_static', 'profile_conditioned', 'local_slope',
+           'position_resolution', 'quasi_static_evidence',
            'QS_PARAMS', 'QS_MODEL', 'NOT_IDENTIFIABLE']

@@ -86,8 +86,8 @@ def load_record(bag_path: str, params: dict):
         ia = im['linear_acceleration'] @ np.asarray(params['imu_axis'], dtype=float)
         inside = (t_ns >= im['stamp_ns'][0]) & (t_ns <= im['stamp_ns'][-1])
         t_ns, x, f = t_ns[inside], x[inside], f[inside]
-        acc = np.interp((t_ns - im['stamp_ns'][0]).astype(float), (im['stamp_ns'] - im['stamp_ns'][0]).astype(float),
-                        ia)
+        t0 = im['stamp_ns'][0]
+        acc = np.interp((t_ns - t0).astype(float), (im['stamp_ns'] - t0).astype(float), ia)
     ok = np.isfinite(x) & np.isfinite(f) & np.isfinite(acc) & (t_ns > 0)
     t_ns, x, f, acc = t_ns[ok], x[ok], f[ok], acc[ok]
     if len(t_ns) < 3:
@@ -141,13 +141,15 @@ def profile_bag(bag_path: str, params: dict, options: FitOptions, *, cutoff_hz: 
     params' profile_mode): 'dynamic', 'quasi_static' or 'auto' (quasi_static when the dynamic fit separates
     m from k in no bin, :func:`.quasistatic.quasi_static_evidence`)."""
     t, x, f, truth, a = load_record(bag_path, params)
-    prof, c, qs, evidence = profile_record_modes(t, x, f, params, options, a=a, cutoff_hz=cutoff_hz, filtered=filtered,
-                                        t_skip=t_skip, auto_edges=auto_edges, mode=mode)
+    prof, c, qs, evidence = profile_record_modes(t, x, f, params, options, a=a, cutoff_hz=cutoff_hz,
+                                                 filtered=filtered, t_skip=t_skip, auto_edges=auto_edges,
+                                                 mode=mode)
     return prof, c, truth, qs, evidence
 
 
-def profile_record_modes(t, x, f, params: dict, options: FitOptions, *, a=None, cutoff_hz: float | None = None,
-                         filtered: bool = True, t_skip: float = 2.0, auto_edges: str = '', mode: str | None = None):
+def profile_record_modes(t, x, f, params: dict, options: FitOptions, *, a=None,
+                         cutoff_hz: float | None = None, filtered: bool = True, t_skip: float = 2.0,
+                         auto_edges: str = '', mode: str | None = None):
     """impedance-profile on one record (t s, x, F [, measured a]): (dynamic profile, conditioned,
     quasi-static profile or None, evidence); see :func:`profile_bag`."""
     from .quasistatic import profile_conditioned, quasi_static_evidence
@@ -185,16 +187,10 @@ def write_quasi_static(q, out: Path, meta: dict) -> list[dict]:
     """profile.csv / profile.yaml / profile.md of a quasi-static profile."""
     from .quasistatic import NOT_IDENTIFIABLE
     rows = q.rows()
-    with open(out / 'profile.csv', 'w', newline='', encoding='utf-8') as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
     doc = {'model': q.model, 'units': {'stiffness': 'N/m', 'force_offset': 'N', 'centre_force': 'N',
                                         'hysteresis_width': 'N'},
            'mass': NOT_IDENTIFIABLE, 'damping': NOT_IDENTIFIABLE, 'quasi_static_evidence': q.evidence,
            **meta, 'segments': rows}
-    with open(out / 'profile.yaml', 'w', encoding='utf-8') as fh:
-        yaml.safe_dump(plain(doc), fh, sort_keys=False)
     lines = [f"# Quasi-static force curve\n\n{q.model}\n\n{NOT_IDENTIFIABLE}\n\nverdict: {meta['verdict']}\n",
              '| seg | dir | x [mm] | n | k [N/m] | c [N] | F(x_c) [N] | hysteresis [N] | valid | reason |',
              '|---|---|---|---|---|---|---|---|---|---|']
@@ -205,8 +201,19 @@ def write_quasi_static(q, out: Path, meta: dict) -> list[dict]:
                      f"{r['centre_force']:.4g} ± {r['centre_force_std']:.2g} | "
                      f"{r['hysteresis_width']:.4g} ± {r['hysteresis_width_std']:.2g} | {r['valid']} | "
                      f"{r['reason']} |")
-    (out / 'profile.md').write_text('\n'.join(lines) + '\n', encoding='utf-8')
+    _write_files(out, rows, doc, lines)
     return rows
+
+
+def _write_files(out: Path, rows: list[dict], doc: dict, lines: list[str]) -> None:
+    """profile.csv (rows), profile.yaml (doc), profile.md (lines) in ``out``."""
+    with open(out / 'profile.csv', 'w', newline='', encoding='utf-8') as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    with open(out / 'profile.yaml', 'w', encoding='utf-8') as fh:
+        yaml.safe_dump(plain(doc), fh, sort_keys=False)
+    (out / 'profile.md').write_text('\n'.join(lines) + '\n', encoding='utf-8')
 
 
 def plot_quasi_static(q, t, x, f, out: Path) -> list[Path]:
@@ -255,16 +262,10 @@ def plot_quasi_static(q, t, x, f, out: Path) -> list[Path]:
 
 def write_table(p: ImpedanceProfile, out: Path, meta: dict) -> list[dict]:
     rows = p.rows()
-    with open(out / 'profile.csv', 'w', newline='', encoding='utf-8') as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
     doc = {'model': p.model, 'units': dict(zip(PNAMES, UNITS)), 'derived_assumption':
            'friction_derived = (c+ - c-)/2 and spring_offset_force_derived = -(c+ + c-)/2 assume k, x_e '
            'and |F_c| '
            'equal in both directions within a segment', **meta, 'segments': rows}
-    with open(out / 'profile.yaml', 'w', encoding='utf-8') as fh:
-        yaml.safe_dump(plain(doc), fh, sort_keys=False)
     lines = [f"# Impedance profile\n\n{p.model}\n\nverdict: {meta['verdict']}\n",
              '| seg | dir | x [mm] | n | m [kg] | b [N s/m] | k [N/m] | c [N] | kappa | valid | reason |',
              '|---|---|---|---|---|---|---|---|---|---|---|']
@@ -275,7 +276,7 @@ def write_table(p: ImpedanceProfile, out: Path, meta: dict) -> list[dict]:
                      f"{r['stiffness']:.5g} ± {r['stiffness_std']:.2g} | "
                      f"{r['intercept']:.4g} ± {r['intercept_std']:.2g} | "
                      f"{r['kappa']:.3g} | {r['valid']} | {r['reason']} |")
-    (out / 'profile.md').write_text('\n'.join(lines) + '\n', encoding='utf-8')
+    _write_files(out, rows, doc, lines)
     return rows
 
 
@@ -404,8 +405,8 @@ def main(argv: list[str] | None = None) -> int:
                          'percentiles of x, or equal-count (`segments` of them), or adaptive (BIC change '
                          'points on 48 cells of position_range)')
     ap.add_argument('--mode', choices=('auto', 'dynamic', 'quasi-static'),
-                    help='profile mode (default: profile_mode of the config, auto): quasi-static fits a force '
-                         'curve F = k x + c per segment and direction (slow press and release)')
+                    help='profile mode (default: profile_mode of the config, auto): quasi-static fits a '
+                         'force curve F = k x + c per segment and direction (slow press and release)')
     a = ap.parse_args(argv)
     import sys
     from contact_dynamics_common.replay import ReplayError
@@ -427,7 +428,8 @@ def _run(a) -> int:
         raw['profile_mode'] = a.mode.replace('-', '_')
     params = validate_all(PARAMS, raw)
     options = FitOptions(v_min=params['min_velocity'], n_min=params['min_samples'],
-                         min_unique_fraction=params['min_unique_fraction'], kappa_refuse=params['max_condition'],
+                         min_unique_fraction=params['min_unique_fraction'],
+                         kappa_refuse=params['max_condition'],
                          continuity=a.continuity, shared_mass=a.shared_mass, tikhonov=a.tikhonov,
                          nonnegative=a.nonnegative, tikhonov_select='gcv' if a.gcv else 'fixed')
     prof, c, truth, qs, evidence = profile_bag(a.bag, params, options, cutoff_hz=a.cutoff, filtered=not a.raw,
@@ -451,8 +453,8 @@ def _run(a) -> int:
         print(f"  quasi-static evidence: motion frequency {evidence['motion_frequency_hz']:.3g} Hz; "
               f"{evidence['separable_bins']} bins separate m from k; a_rms "
               f"{evidence['acceleration_rms']:.3g} (noise {evidence['acceleration_noise_std']:.3g}), v_rms "
-              f"{evidence['velocity_rms']:.3g}, force noise {evidence['force_noise_std']:.3g} N: m a would reach "
-              f"it only for m > {evidence['mass_visible_above']:.3g}, b v for b > "
+              f"{evidence['velocity_rms']:.3g}, force noise {evidence['force_noise_std']:.3g} N: "
+              f"m a would reach it only for m > {evidence['mass_visible_above']:.3g}, b v for b > "
               f"{evidence['damping_visible_above']:.3g}")
         print('  edges [mm]: ' + ' '.join(f'{1e3 * e:.4g}' for e in qs.edges))
         for d, dn in enumerate(('press', 'release')):
@@ -483,7 +485,8 @@ def _run(a) -> int:
     print(f'{a.bag}: {verdict}')
     print(f'  excitation band up to {c.band_hz:.3g} Hz, cut-off {c.cutoff_hz:.3g} Hz, {len(c.t)} samples at '
           f'{c.rate_hz:.6g} Hz; {jit}; acceleration: '
-          + ('measured (IMU along imu_axis)' if params['acceleration_source'] == 'imu' else 'differentiated x'))
+          + ('measured (IMU along imu_axis)' if params['acceleration_source'] == 'imu'
+             else 'differentiated x'))
     for d, dn in enumerate(DIRECTIONS):
         print(f'  k ({dn}) [N/m]: ' + ' '.join(f'{v:8.4g}' for v in prof.value('stiffness')[d]))
     print(f'report written to {out}/profile.{{csv,yaml,md,png}}, force_fit.png, identifiability.png')

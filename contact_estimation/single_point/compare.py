@@ -304,8 +304,9 @@ def main(argv: list[str] | None = None) -> int:
         resampled = [n for n in args.algorithms if (cmp.results[n][i].extras or {}).get('resampled')]
         if resampled:
             r = cmp.results[resampled[0]][i].extras['resampled']
-            print(f"  note: {', '.join(resampled)}: jittered stamps resampled to a uniform {r['rate_hz']:.6g} Hz "
-                  f"clock ({r['from_samples']} -> {r['to_samples']} samples; {r['reason']})")
+            print(f"  note: {', '.join(resampled)}: jittered stamps resampled to a uniform "
+                  f"{r['rate_hz']:.6g} Hz clock ({r['from_samples']} -> {r['to_samples']} samples; "
+                  f"{r['reason']})")
     for w in cmp.warnings:
         print(f'warning: {w}')
     print('report: ' + ', '.join(str(p) for p in paths))

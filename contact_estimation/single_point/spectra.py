@@ -240,9 +240,9 @@ class FrequencyEstimator:
         if spec.resampled:
             r = spec.resampled
             extras['resampled'] = {k: v for k, v in r.items()}
-            note = (f"jittered stamps resampled to a uniform {r['rate_hz']:.6g} Hz clock ({r['from_samples']} -> "
-                    f"{r['to_samples']} samples, jitter {100 * r['stamp_jitter']:.3g} %, longest gap "
-                    f"{r['longest_gap_s']:.3g} s)")
+            note = (f"jittered stamps resampled to a uniform {r['rate_hz']:.6g} Hz clock "
+                    f"({r['from_samples']} -> {r['to_samples']} samples, jitter "
+                    f"{100 * r['stamp_jitter']:.3g} %, longest gap {r['longest_gap_s']:.3g} s)")
         h = real_stack(spec.regressor(bins)) / self.scales
         if len(bins) < 2 or not np.any(h):
             return failure(self.name, self.model, f'too few excited frequency bins ({len(bins)})', stamp, n,
