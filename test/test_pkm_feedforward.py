@@ -95,3 +95,70 @@ def test_unidentified_parameters_take_configured_values():
     assert np.all(parameters_for(conf, 0.5, {**est, 'valid': False}).theta == list(conf.values()))
     with pytest.raises(ValueError):
         TrajectorySampler([0.0, 0.0], np.zeros((2, 6)))
+
+
+@pytest.mark.ros
+def test_node_over_dds_publishes_the_commands(ros_context):
+    import time
+
+    from builtin_interfaces.msg import Duration
+    from diagnostic_msgs.msg import DiagnosticArray
+    from rclpy.node import Node
+    from std_msgs.msg import Float64MultiArray
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    from contact_dynamics.msg import ParameterEstimate
+    from contact_dynamics_common.ros.qos import output_qos
+    from ros_harness import Listener, paced, start_node, stop, wait_matched
+
+    m = load_machine('uf_like')
+    theta = D.base_from_12(m.theta12()) * 1.1
+    proc = start_node('pkm_identification.feedforward.node', '-p', 'publish_rate:=50.0')
+    listener = Listener({'/effort_controller/commands': Float64MultiArray,
+                         '/pkm_feedforward/force_sigma': Float64MultiArray, '/diagnostics': DiagnosticArray})
+    node = Node('ff_test_publisher')
+    traj_pub = node.create_publisher(JointTrajectory, '/pkm_feedforward/joint_trajectory', output_qos())
+    est_pub = node.create_publisher(ParameterEstimate, '/pkm_identifier/parameters', output_qos())
+    names = [f'strut_{i}' for i in range(1, 7)]
+    try:
+        wait_matched([traj_pub, est_pub])
+        flags = ['identified'] * 6 + ['not_excited'] * 2
+        est_pub.publish(ParameterEstimate(names=list(D.BASE_NAMES), values=[float(v) for v in theta],
+                                          covariance=list((np.eye(8) * (0.01 * theta) ** 2).ravel()),
+                                          flags=flags, valid=True))
+        assert listener.wait_for(lambda: int(listener.diag('pkm_feedforward: feedforward')
+                                             .get('estimates', 0)) >= 1, 10.0)
+        # a 1 s move: x-translation multisine sampled every 50 ms
+        rec = RC.actuated(m, 'x', duration=1.0, rate=1000.0)
+        sm = K.strut_motion(K.pose(m, rec.q), rec.qd, rec.qdd)
+        msg = JointTrajectory(joint_names=list(reversed(names)))          # another order: reordered by name
+        for i in range(0, 1000, 50):
+            msg.points.append(JointTrajectoryPoint(
+                positions=[float(x) for x in rec.L[i][::-1]], velocities=[float(x) for x in sm.Ld[i][::-1]],
+                accelerations=[float(x) for x in sm.Ldd[i][::-1]],
+                time_from_start=Duration(sec=0, nanosec=int(rec.t[i] * 1e9))))
+        traj_pub.publish(msg)
+        time.sleep(2.0)
+        bad = JointTrajectory(joint_names=names[:5], points=[JointTrajectoryPoint(positions=[0.5] * 5)])
+        traj_pub.publish(bad)
+        assert listener.wait_for(lambda: int(listener.diag('pkm_feedforward: feedforward')
+                                             .get('refused', 0)) >= 1, 5.0)
+    finally:
+        node.destroy_node()
+        log = stop(proc)
+        listener.close()
+    cmds = np.array([c.data for c in listener.get('/effort_controller/commands')])
+    sig = np.array([c.data for c in listener.get('/pkm_feedforward/force_sigma')])
+    assert len(cmds) >= 25, log
+    th12 = theta12_of(np.r_[theta[:6], D.base_from_12(m.theta12())[6:]])   # not-excited struts: configured (CAD)
+    want = D.inverse_dynamics(m, th12, rec.q[:951], rec.qd[:951], rec.qdd[:951])
+    # each command is the model at some time of the move: its distance to the nearest model sample is small
+    dist = np.min(np.max(np.abs(cmds[:-1, None, :] - want[None, :, :]), axis=2), axis=1)
+    assert np.max(dist) < 0.01 * np.max(np.abs(want)), np.max(dist)
+    static = D.inverse_dynamics(m, th12, rec.q[950:951], np.zeros((1, 6)), np.zeros((1, 6)))[0]
+    assert cmds[-1] == pytest.approx(static, rel=1e-6)        # the held last point: the static force
+    assert np.all(sig > 0)
+    diag = listener.diag('pkm_feedforward: feedforward')
+    assert diag['configured'] == 'Ix_s,Iz_s' and 'six struts' in diag['last_refusal'], diag
+    print(f'DDS: {len(cmds)} commands, max distance to the model {np.max(dist):.3g} N, final = static force, '
+          f'configured: {diag["configured"]}')
