@@ -24,6 +24,7 @@ included) in [φ_{j*−1}, φ_{j*+1}] around the best one (angular step (π/4)(2
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,17 +63,37 @@ class ContactManifold:
         return len(self.pair)
 
 
+_LEVELS: dict = {}
+_SCALAR_MAX = 4        # up to this many segments the rim search runs on Python floats (faster than ~150 array ops)
+
+
+def _level_offsets(levels: int) -> list:
+    """[(step, offsets·new_step)] of the rim search's refinement levels (independent of the data: computed once,
+    with the same arithmetic as the search would)."""
+    if levels not in _LEVELS:
+        out, step, offsets = [], np.pi / 4, np.arange(8.0)
+        for _ in range(levels):
+            new_step = 2 * step / 7
+            out.append((step, offsets * new_step))
+            step = new_step
+        _LEVELS[levels] = out
+    return _LEVELS[levels]
+
+
+_PHI0 = np.arange(8) * (np.pi / 4)
+
+
 def _rim_search(w0: np.ndarray, A: np.ndarray, r: float, levels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Minimise, over the rim R(φ) = P1h + r (cos φ, sin φ, 0) (hole frame), the distance from R to the point
-    X = A0 + s A nearest to R on a segment (s clamped to [0, 1]; A = 0 for a point), for (n, f) features at
-    once by the paper's refinement. ``w0`` = P1h − A0 (n, f, 3). Returns φ*, d*, s* (n, f)."""
-    W = np.einsum('nfi,nfi->nf', w0, w0)[..., None] + r * r
-    AA = np.einsum('nfi,nfi->nf', A, A)
-    inv_AA = (1.0 / np.where(AA > 0, AA, 1.0))[..., None]
-    AA = AA[..., None]
-    wA = np.einsum('nfi,nfi->nf', w0, A)[..., None]
-    wx, wy = 2 * r * w0[..., 0:1], 2 * r * w0[..., 1:2]
-    ax, ay = r * A[..., 0:1], r * A[..., 1:2]
+    X = A0 + s A nearest to R on a segment (s clamped to [0, 1]), for F segments at once by the paper's refinement.
+    ``w0`` = P1h − A0 (F, 3). Returns φ*, d*, s* (F,)."""
+    W = np.einsum('fi,fi->f', w0, w0)[:, None] + r * r
+    AA = np.einsum('fi,fi->f', A, A)
+    inv_AA = (1.0 / np.where(AA > 0, AA, 1.0))[:, None]
+    AA = AA[:, None]
+    wA = np.einsum('fi,fi->f', w0, A)[:, None]
+    wx, wy = 2 * r * w0[:, 0:1], 2 * r * w0[:, 1:2]
+    ax, ay = r * A[:, 0:1], r * A[:, 1:2]
 
     def dist2(phi):
         c, sn = np.cos(phi), np.sin(phi)
@@ -80,117 +101,189 @@ def _rim_search(w0: np.ndarray, A: np.ndarray, r: float, levels: int) -> tuple[n
         s = np.minimum(np.maximum(D * inv_AA, 0.0), 1.0)
         return W + c * wx + sn * wy + s * (s * AA - 2 * D), s
 
-    n, f = w0.shape[:2]
-    i0, i1 = np.arange(n)[:, None], np.arange(f)[None, :]
-    phi = np.broadcast_to(np.arange(8) * (np.pi / 4), (n, f, 8))
-    step = np.pi / 4
-    d2, s = dist2(phi)
-    j = np.argmin(d2, axis=2)
-    best = phi[i0, i1, j][..., None]
-    offsets = np.arange(8.0)
-    for _ in range(levels):
-        new_step = 2 * step / 7
-        phi = (best - step) + offsets * new_step
+    rows = np.arange(0, 8 * len(w0), 8)
+    d2, s = dist2(_PHI0)
+    best = _PHI0[np.argmin(d2, axis=1)][:, None]
+    for step, off in _level_offsets(levels):
+        phi = (best - step) + off
         d2, s = dist2(phi)
-        j = np.argmin(d2, axis=2)
-        best = phi[i0, i1, j][..., None]
-        step = new_step
-    d = np.sqrt(np.maximum(d2[i0, i1, j], 0.0))
-    return best[..., 0], d, s[i0, i1, j]
+        j = rows + np.argmin(d2, axis=1)
+        best = phi.reshape(-1)[j][:, None]
+    if not levels:
+        j = rows + np.argmin(d2, axis=1)
+    return best[:, 0], np.sqrt(np.maximum(d2.reshape(-1)[j], 0.0)), s.reshape(-1)[j]
+
+
+def _rim_search_points(w0: np.ndarray, r: float, levels: int) -> tuple[np.ndarray, np.ndarray]:
+    """``_rim_search`` for points (A = 0: D = 0, s = 0, so d² = W + cos φ·wx + sin φ·wy, the same numbers with
+    fewer operations). Returns φ*, d* (F,)."""
+    W = np.einsum('fi,fi->f', w0, w0)[:, None] + r * r
+    wx, wy = 2 * r * w0[:, 0:1], 2 * r * w0[:, 1:2]
+    rows = np.arange(0, 8 * len(w0), 8)
+    d2 = W + np.cos(_PHI0) * wx + np.sin(_PHI0) * wy
+    j = rows + np.argmin(d2, axis=1)
+    best = _PHI0[j - rows][:, None]
+    for step, off in _level_offsets(levels):
+        phi = (best - step) + off
+        d2 = W + np.cos(phi) * wx + np.sin(phi) * wy
+        j = rows + np.argmin(d2, axis=1)
+        best = phi.reshape(-1)[j][:, None]
+    return best[:, 0], np.sqrt(np.maximum(d2.reshape(-1)[j], 0.0))
+
+
+def _rim_search_scalar(w0: np.ndarray, A: np.ndarray, r: float, levels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``_rim_search`` for a few segments (F ≲ 8) in plain Python floats: the same samples, the same operations
+    in the same order (the three dot products from the same einsum), so the same numbers without the fixed cost
+    of ~150 small array operations."""
+    dots = np.einsum('ki,ki->k', np.concatenate([w0, A, w0]), np.concatenate([w0, A, A])).tolist()
+    F = len(w0)
+    w0l, Al = w0.tolist(), A.tolist()
+    cos, sin = math.cos, math.sin
+    start = _PHI0.tolist()
+    offs = [(step, off.tolist()) for step, off in _level_offsets(levels)]
+    out = np.empty((3, F))
+    for f in range(F):
+        W, AA, wA = dots[f] + r * r, dots[F + f], dots[2 * F + f]
+        inv = 1.0 / (AA if AA > 0 else 1.0)
+        wx, wy = 2 * r * w0l[f][0], 2 * r * w0l[f][1]
+        ax, ay = r * Al[f][0], r * Al[f][1]
+        phis = start
+        for lev in range(levels + 1):
+            bd = bp = bs = None
+            for ph in phis:
+                c, sn = cos(ph), sin(ph)
+                D = wA + c * ax + sn * ay
+                sv = D * inv
+                sv = 0.0 if sv < 0.0 else (1.0 if sv > 1.0 else sv)
+                d2 = W + c * wx + sn * wy + sv * (sv * AA - 2 * D)
+                if bd is None or d2 < bd:            # argmin: the first of equal minima
+                    bd, bp, bs = d2, ph, sv
+            if lev < levels:
+                step, off = offs[lev]
+                b0 = bp - step
+                phis = [b0 + o for o in off]
+        out[0, f], out[1, f], out[2, f] = bp, math.sqrt(bd if bd > 0.0 else 0.0), bs
+    return out[0], out[1], out[2]
+
+
+_UNIT_Z = np.array([0.0, 0.0, 1.0])
 
 
 def detect(peg_p0, peg_p1, peg_radius, hole: HoleGeometry, hole_rotation=None, hole_position=None,
            levels: int = 6, dedup_tol: float = 1e-6) -> ContactManifold:
     """Contact manifold of N peg/hole pairs (peg endpoints (N, 3) in the world; one hole geometry, hole poses
-    (N, 3, 3)/(N, 3) or identity)."""
+    (N, 3, 3)/(N, 3) or identity).
+
+    Cost: a fixed number of small array operations (most of them the rim search's levels, run for pairs with an
+    endpoint above the opening plane; an endpoint further than r_p from the rim circle is not searched) plus
+    the per-pair arithmetic."""
     P0w = np.atleast_2d(np.asarray(peg_p0, float))
     P1w = np.atleast_2d(np.asarray(peg_p1, float))
     N = len(P0w)
     rp = np.broadcast_to(np.asarray(peg_radius, float), (N,))
-    Rh = np.broadcast_to(np.eye(3), (N, 3, 3)) if hole_rotation is None else \
-        np.broadcast_to(np.asarray(hole_rotation, float), (N, 3, 3))
-    ph = np.zeros((N, 3)) if hole_position is None else np.broadcast_to(np.asarray(hole_position, float), (N, 3))
-    # into the hole frame
-    P0 = np.einsum('nji,nj->ni', Rh, P0w - ph)
-    P1 = np.einsum('nji,nj->ni', Rh, P1w - ph)
     r, h = hole.radius, hole.height
     z0, z1, c = r, r + h, hole.c
-    dr = r - rp
-    E = np.stack([P0, P1], axis=1)                       # (N, 2, 3) endpoints
+    # into the hole frame (an identity pose is skipped: the same numbers)
+    if hole_rotation is None and hole_position is None:
+        E = np.stack([P0w, P1w], axis=1)                 # (N, 2, 3) endpoints
+        Rh = ph = None
+    else:
+        Rh = np.broadcast_to(np.eye(3), (N, 3, 3)) if hole_rotation is None else \
+            np.broadcast_to(np.asarray(hole_rotation, float), (N, 3, 3))
+        ph = np.zeros((N, 3)) if hole_position is None else np.broadcast_to(np.asarray(hole_position, float), (N, 3))
+        E = np.stack([np.einsum('nji,nj->ni', Rh, P0w - ph), np.einsum('nji,nj->ni', Rh, P1w - ph)], axis=1)
+    dr = (r - rp)[:, None]
+    rp2 = rp[:, None]
     ez = E[..., 2]
-    out = []                                              # (pair, feature, C, n, delta, s)
-    pairs2 = np.repeat(np.arange(N)[:, None], 2, axis=1)
-    s2 = np.broadcast_to(np.array([0.0, 1.0]), (N, 2))
+    out = []                                              # (pair, s index or s, feature, C, n, delta)
     # case 1: bottom cap
     u = E - np.array([0.0, 0.0, z0])
     du = np.linalg.norm(u, axis=2)
-    m = (ez <= z0) & (du > dr[:, None])
+    m = (ez <= z0) & (du > dr)
     if m.any():
-        un = u[m] / du[m][:, None]
-        C = np.array([0.0, 0.0, z0]) + r * un
-        out.append((pairs2[m], np.full(m.sum(), CAP), C, -un, du[m] + rp[pairs2[m]] - r, s2[m]))
+        pi, ei = np.nonzero(m)
+        un = u[pi, ei] / du[pi, ei][:, None]
+        out.append((pi, ei.astype(float), CAP, np.array([0.0, 0.0, z0]) + r * un, -un, du[pi, ei] + rp[pi] - r))
     # case 2: cylindrical wall
     w = E.copy()
     w[..., 2] = 0.0
     rho = np.linalg.norm(w, axis=2)
-    m = (ez > z0) & (ez < z1) & (rho > dr[:, None])
+    m = (ez > z0) & (ez < z1) & (rho > dr)
     if m.any():
-        wn = w[m] / rho[m][:, None]
-        C = E[m].copy()
+        pi, ei = np.nonzero(m)
+        wn = w[pi, ei] / rho[pi, ei][:, None]
+        C = E[pi, ei].copy()
         C[:, :2] = r * wn[:, :2]
-        out.append((pairs2[m], np.full(m.sum(), BODY), C, -wn, rho[m] + rp[pairs2[m]] - r, s2[m]))
+        out.append((pi, ei.astype(float), BODY, C, -wn, rho[pi, ei] + rp[pi] - r))
     # case 3: rim, for pairs with an endpoint above the opening plane
     above = np.any(ez >= z1, axis=1)
     if above.any():
         idx = np.nonzero(above)[0]
-        n = len(idx)
-        Ea = E[idx]
-        ring = lambda phi: np.stack([r * np.cos(phi), r * np.sin(phi), np.full(phi.shape, z1)], axis=-1)
-        top = np.array([0.0, 0.0, z1])
-        A0, A = Ea[:, 0], Ea[:, 1] - Ea[:, 0]
-        w0 = np.stack([top - Ea[:, 0], top - Ea[:, 1], top - A0], axis=1)          # RIM_CAP0, RIM_CAP1, RIM_BODY
-        Af = np.stack([np.zeros_like(A), np.zeros_like(A), A], axis=1)
-        phi, d, sb = _rim_search(w0, Af, r, levels)
-        rpi = rp[idx]
-        for f, feat in ((0, RIM_CAP0), (1, RIM_CAP1)):
-            hit = d[:, f] < rpi
-            if hit.any():
-                R = ring(phi[hit, f])
-                P = Ea[hit, f]
-                nrm = (P - R) / d[hit, f][:, None]
-                out.append((idx[hit], np.full(hit.sum(), feat), R, nrm, rpi[hit] - d[hit, f],
-                            np.full(hit.sum(), float(f))))
-        s_b = sb[:, 2]
-        hit = (d[:, 2] < rpi) & (s_b > 0.0) & (s_b < 1.0)
-        if hit.any():
-            R = ring(phi[hit, 2])
-            Rp = A0[hit] + s_b[hit][:, None] * A[hit]
-            nrm = (Rp - R) / d[hit, 2][:, None]
-            out.append((idx[hit], np.full(hit.sum(), RIM_BODY), R, nrm, rpi[hit] - d[hit, 2], s_b[hit]))
+        _rim(E[idx], idx, rp[idx], rho[idx], r, z1, levels, out)
     # case 4: top face
-    m = (ez - rp[:, None] < c) & (ez > c - rp[:, None] - 0.0) & (rho >= r) & \
+    m = (ez - rp2 < c) & (ez > c - rp2 - 0.0) & (rho >= r) & \
         (np.abs(E[..., 0]) <= hole.a / 2) & (np.abs(E[..., 1]) <= hole.b / 2)
     if m.any():
-        C = E[m].copy()
+        pi, ei = np.nonzero(m)
+        C = E[pi, ei].copy()
         C[:, 2] = c
-        out.append((pairs2[m], np.full(m.sum(), TOP_FACE), C, np.tile([0.0, 0.0, 1.0], (m.sum(), 1)),
-                    c - (ez[m] - rp[pairs2[m]]), s2[m]))
+        out.append((pi, ei.astype(float), TOP_FACE, C, np.tile(_UNIT_Z, (pi.size, 1)), c - (ez[pi, ei] - rp[pi])))
     if not out:
         z = np.zeros((0, 3))
         return ContactManifold(np.zeros(0, int), np.zeros(0, int), z, z, np.zeros(0), np.zeros(0))
-    pair = np.concatenate([o[0] for o in out])
-    feat = np.concatenate([o[1] for o in out])
-    C = np.concatenate([o[2] for o in out])
-    nrm = np.concatenate([o[3] for o in out])
-    dep = np.concatenate([o[4] for o in out])
-    s = np.concatenate([o[5] for o in out])
-    order = np.lexsort((feat, pair))
-    pair, feat, C, nrm, dep, s = pair[order], feat[order], C[order], nrm[order], dep[order], s[order]
+    if len(out) == 1:
+        pair, s, f, C, nrm, dep = out[0]
+        feat = np.full(pair.size, f)
+    else:
+        pair = np.concatenate([o[0] for o in out])
+        s = np.concatenate([o[1] for o in out])
+        feat = np.concatenate([np.full(o[0].size, o[2]) for o in out])
+        C = np.concatenate([o[3] for o in out])
+        nrm = np.concatenate([o[4] for o in out])
+        dep = np.concatenate([o[5] for o in out])
+    if pair.size > 1:
+        order = np.lexsort((feat, pair))
+        pair, feat, C, nrm, dep, s = pair[order], feat[order], C[order], nrm[order], dep[order], s[order]
     # back to the world frame
-    Cw = np.einsum('nij,nj->ni', Rh[pair], C) + ph[pair]
-    nw = np.einsum('nij,nj->ni', Rh[pair], nrm)
-    keep = _dedup(pair, s, Cw, dedup_tol)
-    return ContactManifold(pair[keep], feat[keep], Cw[keep], nw[keep], dep[keep], s[keep])
+    if Rh is not None:
+        C = np.einsum('nij,nj->ni', Rh[pair], C) + ph[pair]
+        nrm = np.einsum('nij,nj->ni', Rh[pair], nrm)
+    if pair.size < 2:
+        return ContactManifold(pair, feat, C, nrm, dep, s)
+    keep = _dedup(pair, s, C, dedup_tol)
+    return ContactManifold(pair[keep], feat[keep], C[keep], nrm[keep], dep[keep], s[keep])
+
+
+def _rim(Ea, idx, rpi, rho, r, z1, levels, out) -> None:
+    """Rim contacts (RIM_CAP0, RIM_CAP1, RIM_BODY) of the pairs ``idx`` (endpoints Ea (n, 2, 3), hole frame),
+    appended to ``out``. A feature is searched only when it can hit: an endpoint's exact distance to the rim
+    circle sqrt((ρ − r)² + (z − z1)²) is a lower bound of the searched d*, so an endpoint at least r_p (plus a 1e-9
+    relative margin for the search's rounding) from the circle is not searched; the axis (RIM_BODY) always is."""
+    ring = lambda phi: np.stack([r * np.cos(phi), r * np.sin(phi), np.full(phi.shape, z1)], axis=-1)
+    top = np.array([0.0, 0.0, z1])
+    lb = np.sqrt((rho - r) ** 2 + (Ea[..., 2] - z1) ** 2)
+    near = lb < rpi[:, None] * (1 + 1e-9) + 1e-12
+    for f, feat in ((0, RIM_CAP0), (1, RIM_CAP1)):
+        k = np.nonzero(near[:, f])[0]
+        if k.size == 0:
+            continue
+        if k.size <= _SCALAR_MAX:
+            phi, d, _ = _rim_search_scalar(top - Ea[k, f], np.zeros((k.size, 3)), r, levels)
+        else:
+            phi, d = _rim_search_points(top - Ea[k, f], r, levels)
+        hit = d < rpi[k]
+        if hit.any():
+            R = ring(phi[hit])
+            P = Ea[k[hit], f]
+            out.append((idx[k[hit]], np.full(hit.sum(), float(f)), feat, R, (P - R) / d[hit][:, None],
+                        rpi[k[hit]] - d[hit]))
+    A0, A = Ea[:, 0], Ea[:, 1] - Ea[:, 0]
+    phi, d, s_b = (_rim_search_scalar if len(A) <= _SCALAR_MAX else _rim_search)(top - A0, A, r, levels)
+    hit = (d < rpi) & (s_b > 0.0) & (s_b < 1.0)
+    if hit.any():
+        R = ring(phi[hit])
+        Rp = A0[hit] + s_b[hit][:, None] * A[hit]
+        out.append((idx[hit], s_b[hit], RIM_BODY, R, (Rp - R) / d[hit][:, None], rpi[hit] - d[hit]))
 
 
 def _dedup(pair, s, C, tol) -> np.ndarray:

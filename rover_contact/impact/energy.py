@@ -8,6 +8,7 @@ rank tolerance tol = rank_tol·σ_max). Energies in J, velocities in the model's
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -75,10 +76,17 @@ def projector_329(M: np.ndarray, Jc: np.ndarray, rank_tol: float = DEFAULT_RANK_
 
 
 def null_space_basis(G: np.ndarray, n: int, rank_tol: float = DEFAULT_RANK_TOL) -> np.ndarray:
-    """Columns spanning null(G) (n×(n−r)); identity when G has no rows."""
-    G = np.asarray(G, float).reshape(-1, n)
+    """Columns spanning null(G) (n×(n−r)); identity when G has no rows. The last few answers are kept (keyed by
+    G's bytes), so a constant Γ (the mechanism rows) is decomposed once."""
+    G = np.ascontiguousarray(G, float).reshape(-1, n)
     if G.shape[0] == 0:
         return np.eye(n)
+    return _null_space_cached(G.tobytes(), G.shape, rank_tol).copy()
+
+
+@lru_cache(maxsize=16)
+def _null_space_cached(data: bytes, shape: tuple, rank_tol: float) -> np.ndarray:
+    G = np.frombuffer(data, float).reshape(shape)
     _, s, vt = np.linalg.svd(G, full_matrices=True)
     r = int(np.sum(s > rank_tol * s[0])) if s.size and s[0] > 0 else 0
     return vt[r:].T
@@ -165,3 +173,62 @@ def project_admissible(M: np.ndarray, Gamma: np.ndarray | None, qd: np.ndarray,
     w = V.T @ u
     u_adm = u - V @ w
     return np.linalg.solve(L, u_adm), 0.5 * float(w @ w)
+
+
+def impact_batch(M: np.ndarray, Gamma: np.ndarray, Lam: np.ndarray, qd: np.ndarray,
+                 rank_tol: float = DEFAULT_RANK_TOL) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """T, T_c [J] and the shares T_c,i [J] of ``impact`` for K problems with the same row counts: M (K,n,n),
+    Γ (K,g,n), Λ (K,s,n), q̇ (K,n). The same factorisations on stacked arrays (LAPACK per matrix); the ranks
+    (of J_c L⁻¹ and of Γ) are decided per problem with the same tolerance, so each problem's numbers are
+    ``impact``'s to rounding of the final sums."""
+    M = np.asarray(M, float)
+    K, n = qd.shape
+    if not np.all(np.isfinite(M)):
+        raise EnergyError('mass matrix has non-finite entries')
+    if not np.all(np.isfinite(qd)):
+        raise EnergyError('velocity has non-finite entries')
+    try:
+        L = np.swapaxes(np.linalg.cholesky(0.5 * (M + np.swapaxes(M, 1, 2))), 1, 2)
+    except np.linalg.LinAlgError:
+        raise EnergyError('mass matrix is not positive definite') from None
+    Jc = np.concatenate([Gamma, Lam], axis=1)
+    A = np.swapaxes(np.linalg.solve(np.swapaxes(L, 1, 2), np.swapaxes(Jc, 1, 2)), 1, 2)
+    _, s, vt = np.linalg.svd(A, full_matrices=False)
+    keep = s > rank_tol * s[:, :1]
+    u = (L @ qd[:, :, None])[:, :, 0]
+    w = np.where(keep, (vt @ u[:, :, None])[:, :, 0], 0.0)
+    T = 0.5 * np.einsum('ki,ki->k', u, u)
+    Tc = 0.5 * np.einsum('ki,ki->k', w, w)
+    # M_c⁻¹ = N (Nᵀ M N)⁻¹ Nᵀ, N spanning null(Γ): rank of Γ per problem, grouped
+    g = Gamma.shape[1]
+    X = np.empty((K, Lam.shape[1], Lam.shape[1]))
+    if g == 0:
+        X[:] = Lam @ np.linalg.solve(M, np.broadcast_to(np.eye(n), M.shape)) @ np.swapaxes(Lam, 1, 2)
+    else:
+        _, sg, vtg = np.linalg.svd(Gamma, full_matrices=True)
+        rg = np.where(sg[:, 0] > 0, np.sum(sg > rank_tol * sg[:, :1], axis=1), 0)
+        for r in np.unique(rg):
+            k = np.nonzero(rg == r)[0]
+            if r >= n:
+                X[k] = 0.0
+                continue
+            N = np.swapaxes(vtg[k, r:, :], 1, 2)
+            NT = np.swapaxes(N, 1, 2)
+            Mc_inv = N @ np.linalg.solve(NT @ M[k] @ N, NT)
+            X[k] = Lam[k] @ Mc_inv @ np.swapaxes(Lam[k], 1, 2)
+    v_c = np.einsum('ksi,ki->ks', Lam, qd)
+    sx = np.linalg.svd(X, compute_uv=False)
+    deficient = sx[:, -1] <= rank_tol * np.maximum(sx[:, 0], 1e-300)
+    Meff = np.empty_like(X)
+    ok = np.nonzero(~deficient)[0]
+    if ok.size:
+        try:
+            Meff[ok] = np.linalg.inv(X[ok])
+        except np.linalg.LinAlgError:
+            deficient[ok] = True
+    bad = np.nonzero(deficient)[0]
+    if bad.size:
+        Meff[bad] = np.linalg.pinv(X[bad], rcond=rank_tol)
+    Meff = 0.5 * (Meff + np.swapaxes(Meff, 1, 2))
+    shares = 0.5 * v_c * np.einsum('kst,kt->ks', Meff, v_c)
+    return T, Tc, shares

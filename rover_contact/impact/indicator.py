@@ -70,10 +70,10 @@ def evaluate(model, q: np.ndarray, qd: np.ndarray, beta: float, wheels: list[str
     rigid = None
     active = np.zeros(len(model.wheel_names), bool)
     if ground_mode in ('rigid', 'both'):
-        G = model.ground_normal_rows(q, kin=False)
-        active = ground_activity(M, mech, lam, G, qd, rank_tol)
-        act_w = [w for w, a in zip(model.wheel_names, active) if a]
-        rows = model.ground_rows(q, act_w, rolling=rolling, kin=False)
+        per = 4 if rolling else 2                 # ground rows of every wheel once; G = their normal rows
+        rows_all = model.ground_rows(q, model.wheel_names, rolling=rolling, kin=False).reshape(-1, per, model.nv)
+        active = ground_activity(M, mech, lam, rows_all[:, 0], qd, rank_tol)
+        rows = rows_all[active].reshape(-1, model.nv)
         rigid = impact(M, np.vstack([mech, rows]), lam, qd, rank_tol)
     return Indicator(beta=beta, wheels=list(wheels), free=free, rigid=rigid, ground_active=active,
                      residual_energy=residual, ground_mode=ground_mode, warnings=warnings)

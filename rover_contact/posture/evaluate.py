@@ -6,7 +6,7 @@ Gauss–Newton on Φ_i = 0, plus the differential rows; Φ_i = c_z − R for the
 point c_z − R sqrt(1 − a_z²) for the disk, see models.rover3d);
 (2) q̇: base at v along the heading, wheels rolling, joints still; (3) Λ from the obstacle's β; (4) T_c
 free (Schur complement in null(Γ_mech), batched) and rigid (impulsive LCP activity + 4 ground rows per
-active wheel, per candidate); (5) shares, fraction; (6) optional force estimate ρ·k^{1/(p+1)}((p+1)T_c,i)^{p/(p+1)};
+active wheel; the LCPs stepped together, one stacked solve per active-wheel set); (5) shares, fraction; (6) optional force estimate ρ·k^{1/(p+1)}((p+1)T_c,i)^{p/(p+1)};
 (7) filters (convergence, joint limits, static stability margin) and ranking by the score (T_c of the
 ground mode; ``both``: the larger), tie-breakers max share, T_c/T, posture change; (8) v_max = sqrt(T_allow/T_c(u)).
 Energies J, speeds m/s, angles rad.
@@ -19,8 +19,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..impact.activity import ground_activity
-from ..impact.energy import DEFAULT_RANK_TOL, impact, null_space_basis
+from ..impact.activity import ground_activity, ground_activity_batch
+from ..impact.energy import DEFAULT_RANK_TOL, impact, impact_batch, null_space_basis
 from ..impact.geometry import n_in_ros
 from ..models.batch import BatchTree, mass_matrix_crba, rpy_matrix
 from ..models.rover3d import RoverModel
@@ -130,6 +130,7 @@ class PostureEvaluator:
         self.budget = energy_budget
         self.rank_tol = rank_tol
         self.max_iter, self.tol = max_iter, tol
+        self.reference_rigid = False     # True: the per-candidate rigid path (equality tests)
         self.mech = model.mech_rows()
         self.N = null_space_basis(self.mech, model.nv, rank_tol)
         roles = model.roles
@@ -207,6 +208,43 @@ class PostureEvaluator:
         Rb, pb, kin = self._pose(x, theta)
         return Rb, pb, theta, res < 1e-8, res, kin
 
+    # ------------------------------------------------------------------ rigid ground (step 4)
+    def _rigid(self, idx, M, Lam, Jg, qd, tc, share):
+        """T_c and shares with the ground rows of the wheels the impulsive LCP finds active, for the candidates
+        ``idx`` at once: the LCPs stepped together (activity.ground_activity_batch), then one stacked impact
+        solve per distinct active-wheel set (energy.impact_batch)."""
+        if idx.size == 0:
+            return tc, share
+        G = Jg[idx, :, 2, :]
+        act = ground_activity_batch(M[idx], self.mech, Lam[idx], G, qd[idx], self.rank_tol)
+        n = M.shape[1]
+        code = act @ (1 << np.arange(act.shape[1]))
+        for c in np.unique(code):
+            sel = idx[code == c]
+            wheels = np.nonzero(act[np.nonzero(code == c)[0][0]])[0]
+            rows = []
+            for w in wheels:
+                rows += [Jg[sel, w, 2], Jg[sel, w, 2]] + ([Jg[sel, w, 0], Jg[sel, w, 1]] if self.rolling else [])
+            Gam = np.concatenate([np.broadcast_to(self.mech, (sel.size,) + self.mech.shape),
+                                  np.stack(rows, axis=1) if rows else np.zeros((sel.size, 0, n))], axis=1)
+            _, tc[sel], share[sel] = impact_batch(M[sel], Gam, Lam[sel], qd[sel], self.rank_tol)
+        return tc, share
+
+    def _rigid_reference(self, idx, M, Lam, Jg, qd, tc, share):
+        """The per-candidate form of ``_rigid`` (one LCP and one ``impact`` per candidate): the reference the
+        batched form is tested against."""
+        for k in idx:
+            G = Jg[k, :, 2, :]
+            act = ground_activity(M[k], self.mech, Lam[k], G, qd[k], self.rank_tol)
+            rows = []
+            for w in np.where(act)[0]:
+                rows += [Jg[k, w, 2], Jg[k, w, 2]] + ([Jg[k, w, 0], Jg[k, w, 1]] if self.rolling else [])
+            r = impact(M[k], np.vstack([self.mech] + ([np.array(rows)] if rows else [])), Lam[k], qd[k],
+                       self.rank_tol)
+            tc[k] = r.t_c
+            share[k] = r.t_c_per_contact
+        return tc, share
+
     # ------------------------------------------------------------------ evaluation
     def evaluate(self, current: dict, candidates: list[Candidate], obstacle: Obstacle) -> Evaluation:
         t = self.tree
@@ -274,16 +312,8 @@ class PostureEvaluator:
         tc_rigid = np.full(K, np.nan)
         share_rigid = np.full((K, len(widx)), np.nan)
         if self.ground_mode in ('rigid', 'both'):
-            for k in np.where(feasible)[0]:
-                G = Jg[k, :, 2, :]
-                act = ground_activity(M[k], self.mech, Lam[k], G, qd[k], self.rank_tol)
-                rows = []
-                for w in np.where(act)[0]:
-                    rows += [Jg[k, w, 2], Jg[k, w, 2]] + ([Jg[k, w, 0], Jg[k, w, 1]] if self.rolling else [])
-                r = impact(M[k], np.vstack([self.mech] + ([np.array(rows)] if rows else [])), Lam[k], qd[k],
-                           self.rank_tol)
-                tc_rigid[k] = r.t_c
-                share_rigid[k] = r.t_c_per_contact
+            rigid = self._rigid_reference if self.reference_rigid else self._rigid
+            tc_rigid, share_rigid = rigid(np.where(feasible)[0], M, Lam, Jg, qd, tc_rigid, share_rigid)
         if self.ground_mode == 'free':
             score, shares = tc_free, share_free
         elif self.ground_mode == 'rigid':

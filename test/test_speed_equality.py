@@ -1,0 +1,180 @@
+"""Issue 19 speed work: the fast paths give the numbers of the paths they replace.
+
+- peg/hole detection: the outputs of ``detect`` before the single-pose work (commit ee6e9a7, recorded in
+  fixtures/speed/peg_hole_detect_ee6e9a7.npz by ``python test/test_speed_equality.py --record`` run against
+  that commit) on 160 seeded draws (1-10 pairs, identity and random hole poses, pegs on the axis, levels 2
+  and 6); the Python-float rim search equals the array one; one pose equals the same pose inside a batch.
+- posture ranking (ground mode ``both``): the batched rigid path (LCPs stepped together, stacked impact solves)
+  against the per-candidate path on 1 000 random candidates of the OSR-like and PR-3D models: same rankings,
+  T_c and shares equal to 1e-12.
+- single indicator: ``indicator.evaluate`` equals its composition from ``impact`` / ``ground_activity`` with the
+  model's ground rows.
+No timing here (bench/bench_multipoint.py, bench/bench_rover.py).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+FIXTURE = Path(__file__).parent / 'fixtures' / 'speed' / 'peg_hole_detect_ee6e9a7.npz'
+
+
+def detect_draws():
+    """DRAWS seeded detect inputs: (p0, p1, r, levels, kwargs)."""
+    from contact_estimation.geometry.peg_hole import HoleGeometry
+    hole = HoleGeometry(0.0175, 0.050)
+    rng = np.random.default_rng(5)
+    for trial in range(DRAWS):
+        n = int(rng.choice([1, 2, 4, 10]))
+        kind = trial % 4
+        p0 = np.c_[rng.uniform(-8, 8, (n, 2)) * 1e-3, rng.uniform(-5, 110, n) * 1e-3]
+        d = rng.normal(size=(n, 3))
+        d[:, 2] = np.abs(d[:, 2]) + 0.3 * (kind != 3)
+        d /= np.linalg.norm(d, axis=1)[:, None]
+        p1 = p0 + d * rng.uniform(0.01, 0.12, (n, 1))
+        if kind == 2:
+            p0[:, :2] = 0.0                                  # on the axis: every rim sample ties
+            p1[:, :2] = 0.0
+        r = rng.uniform(0.0160, 0.0175, n)
+        kw = {}
+        if kind == 1:
+            R = Rotation.random(n, random_state=trial).as_matrix()
+            pos = rng.normal(0, 0.01, (n, 3))
+            kw = dict(hole_rotation=R, hole_position=pos)
+            p0 = np.einsum('nij,nj->ni', R, p0) + pos
+            p1 = np.einsum('nij,nj->ni', R, p1) + pos
+        yield hole, p0, p1, r, int(rng.choice([2, 6])), kw
+
+
+DRAWS = 160
+FIELDS = ('pair', 'feature', 'point', 'normal', 'depth', 's')
+
+
+def _record():
+    from contact_estimation.geometry.peg_hole import detect
+    out = {}
+    for i, (hole, p0, p1, r, levels, kw) in enumerate(detect_draws()):
+        m = detect(p0, p1, r, hole, levels=levels, **kw)
+        for f in FIELDS:
+            out[f'{i}_{f}'] = getattr(m, f)
+    FIXTURE.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(FIXTURE, **out)
+
+
+def test_detect_equals_the_pre_speed_outputs():
+    from contact_estimation.geometry.peg_hole import detect
+    ref = np.load(FIXTURE)
+    contacts = 0
+    for i, (hole, p0, p1, r, levels, kw) in enumerate(detect_draws()):
+        m = detect(p0, p1, r, hole, levels=levels, **kw)
+        np.testing.assert_array_equal(m.pair, ref[f'{i}_pair'])
+        np.testing.assert_array_equal(m.feature, ref[f'{i}_feature'])
+        for f in ('point', 'normal', 'depth', 's'):
+            np.testing.assert_allclose(getattr(m, f), ref[f'{i}_{f}'], rtol=0, atol=1e-12, err_msg=f'draw {i} {f}')
+        contacts += len(m)
+    assert contacts > 500                                   # the draws do make contacts of every feature
+    assert set(np.concatenate([ref[f'{i}_feature'] for i in range(DRAWS)])) == set(range(6))
+
+
+def test_rim_search_python_floats_equal_the_array_search():
+    from contact_estimation.geometry.peg_hole import _rim_search, _rim_search_points, _rim_search_scalar
+    rng = np.random.default_rng(3)
+    for levels in (0, 1, 6, 9):
+        w0 = rng.normal(0, 0.03, (300, 3))
+        A = rng.normal(0, 0.05, (300, 3))
+        A[::3] = 0.0                                         # points
+        a = _rim_search(w0, A, 0.0175, levels)
+        b = _rim_search_scalar(w0, A, 0.0175, levels)
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)
+        phi, d = _rim_search_points(w0[::3], 0.0175, levels)
+        np.testing.assert_array_equal(phi, a[0][::3])
+        np.testing.assert_array_equal(d, a[1][::3])
+
+
+def test_one_pose_equals_the_same_pose_in_a_batch():
+    from contact_estimation.geometry.peg_hole import HoleGeometry, detect
+    hole = HoleGeometry(0.0175, 0.050)
+    rng = np.random.default_rng(11)
+    n = 300
+    p0 = np.c_[rng.uniform(-5, 5, (n, 2)) * 1e-3, rng.uniform(10, 90, n) * 1e-3]
+    p1 = p0 + np.c_[rng.uniform(-8, 8, (n, 2)) * 1e-3, np.full(n, 0.1)]
+    r = rng.uniform(0.0165, 0.0175, n)
+    batch = detect(p0, p1, r, hole)                        # array rim search (more than a few pairs)
+    for k in range(n):
+        one = detect(p0[k], p1[k], r[k], hole)             # Python-float rim search
+        sel = batch.pair == k
+        np.testing.assert_array_equal(one.feature, batch.feature[sel])
+        for f in ('point', 'normal', 'depth', 's'):
+            np.testing.assert_array_equal(getattr(one, f), getattr(batch, f)[sel])
+
+
+def _random_candidates(model, n, rng):
+    from rover_contact.posture.evaluate import Candidate
+    joints = list(model.roles.posture_joints)
+    lo = np.array([model.model.lowerPositionLimit[model.model.joints[model.jid[j]].idx_q] for j in joints])
+    hi = np.array([model.model.upperPositionLimit[model.model.joints[model.jid[j]].idx_q] for j in joints])
+    x = rng.uniform(lo, hi, size=(n, len(joints)))
+    return [Candidate(dict(zip(joints, row)), float(rng.uniform(0.03, 0.2))) for row in x]
+
+
+@pytest.mark.parametrize('roles', ['rover_osr_like_roles.yaml', 'rover_pr3d_roles.yaml'])
+@pytest.mark.parametrize('rolling', [True, False])
+def test_posture_both_batched_equals_per_candidate(roles, rolling):
+    from rover_contact.inputs import load_model
+    from rover_contact.posture.evaluate import Obstacle, PostureEvaluator
+    model = load_model({'model_yaml': roles, 'urdf_path': ''})
+    rng = np.random.default_rng(7)
+    cands = _random_candidates(model, 1000, rng)
+    for beta, wheels in ((np.deg2rad(70), ['front_left', 'front_right']), (np.deg2rad(35), ['front_left'])):
+        obs = Obstacle(beta, wheels, k=2e5)
+        ev = PostureEvaluator(model, ground_mode='both', rolling=rolling)
+        fast = ev.evaluate({}, cands, obs)
+        ev.reference_rigid = True
+        ref = ev.evaluate({}, cands, obs)
+        assert fast.feasible.sum() > 500
+        np.testing.assert_array_equal(fast.order, ref.order)
+        np.testing.assert_array_equal(fast.feasible, ref.feasible)
+        for f in ('t_c_rigid', 'score', 'max_share', 'f_max_estimate', 'fraction'):
+            a, b = getattr(fast, f), getattr(ref, f)
+            np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+            ok = ~np.isnan(b)
+            np.testing.assert_allclose(a[ok], b[ok], rtol=1e-12, atol=1e-15, err_msg=f)
+        # the rigid mode is the score of a share of the candidates in both models (not a vacuous comparison)
+        assert np.any(fast.t_c_rigid[fast.feasible] > ref.t_c_free[fast.feasible])
+
+
+@pytest.mark.parametrize('roles', ['rover_osr_like_roles.yaml', 'rover_pr3d_roles.yaml'])
+def test_indicator_equals_its_composition(roles):
+    from rover_contact.impact.activity import ground_activity
+    from rover_contact.impact.energy import impact, project_admissible
+    from rover_contact.impact.geometry import n_in_ros
+    from rover_contact.impact.indicator import evaluate
+    from rover_contact.inputs import load_model
+    model = load_model({'model_yaml': roles, 'urdf_path': ''})
+    rng = np.random.default_rng(2)
+    q = model.configuration()
+    wheels = ['front_left', 'front_right']
+    for _ in range(40):
+        qd = model.rolling_velocity(q, 0.07) + rng.normal(0, 0.05, model.nv)
+        beta = rng.uniform(0.3, 1.5)
+        got = evaluate(model, q, qd, beta, wheels, 'both')
+        M = model.mass_matrix(q)
+        mech = model.mech_rows()
+        v, _ = project_admissible(M, mech, qd)
+        lam = model.contact_rows(q, wheels, n_in_ros(beta, model.heading(q)))
+        active = ground_activity(M, mech, lam, model.ground_normal_rows(q), v)
+        rows = model.ground_rows(q, [w for w, a in zip(model.wheel_names, active) if a])
+        rigid = impact(M, np.vstack([mech, rows]), lam, v)
+        free = impact(M, mech, lam, v)
+        np.testing.assert_array_equal(got.ground_active, active)
+        np.testing.assert_allclose([got.rigid.t_c, got.free.t_c], [rigid.t_c, free.t_c], rtol=1e-12, atol=0)
+        np.testing.assert_allclose(got.rigid.t_c_per_contact, rigid.t_c_per_contact, rtol=1e-12, atol=1e-15)
+
+
+if __name__ == '__main__' and '--record' in sys.argv:       # run with the code to record on sys.path
+    _record()
