@@ -42,6 +42,14 @@ class OfflineImpedanceProfiler(OfflineNodeBase):
             self.pipeline.push_joint_columns(cols['stamp_ns'][sl], cols['name'], cols['position'][sl],
                                              effort[sl] if effort is not None else None)
 
+    def status(self) -> dict:
+        """The pipeline's counters, and its last error (a cut-off too high for the input rate, a missing
+        joint ...) as text, so that run-bag can say why nothing was published."""
+        out = dict(self.pipeline.status())
+        if self.pipeline.last_error:
+            out['last_error'] = self.pipeline.last_error
+        return out
+
     def tick(self, now_ns: int) -> list[tuple[str, str, dict]]:
         self.pipeline.step()
         fields = publication(self.pipeline, self.params)
