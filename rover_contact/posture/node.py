@@ -9,8 +9,19 @@ Publishes   ~/posture_evaluation (contact_dynamics/PostureEvaluation; candidates
             period, inputs ledger).
 Services    ~/evaluate_postures (contact_dynamics/EvaluatePostures): evaluate the given candidates (empty: the
             grid) against the given obstacle; ~/reset; lifecycle services.
+Bridge      with command_enabled (or ~/enable_command, std_srvs/SetBool): the feasible best candidate as a
+            trajectory_msgs/JointTrajectory on command_topic (posture.command: minimum-jerk, within
+            command_speed_scale x the URDF velocity limits, not re-sent while executing the same choice) and its
+            v_max as std_msgs/Float64 on speed_limit_topic.
 """
 from __future__ import annotations
+
+import math
+
+from builtin_interfaces.msg import Duration
+from std_msgs.msg import Float64
+from std_srvs.srv import SetBool
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from contact_dynamics.msg import PostureCandidateArray, PostureEvaluation
 from contact_dynamics.srv import EvaluatePostures
@@ -20,6 +31,7 @@ from contact_dynamics_common.rosfill import fill
 
 from ..node_base import LEVELS, RoverNode
 from .config import NODE_NAME, PARAMS
+from .command import PostureCommander, posture_trajectory, velocity_limits
 from .evaluate import Candidate
 from .pipeline import PosturePipeline
 
@@ -41,6 +53,8 @@ class PostureEvaluatorNode(RoverNode):
         self.pipeline: PosturePipeline | None = None
         self.service_calls = 0
         self.service_errors = 0
+        self.commander = PostureCommander()
+        self.cmd_pub = None
 
     def configure(self) -> None:
         p = self.params
@@ -50,6 +64,9 @@ class PostureEvaluatorNode(RoverNode):
             self.create_subscription(PostureCandidateArray, p['candidates_topic'], self._on_candidates, 10)
             self.pub = self.create_lifecycle_publisher(PostureEvaluation, '~/posture_evaluation', output_qos())
             self.create_service(EvaluatePostures, '~/evaluate_postures', self._on_evaluate)
+            self.cmd_pub = self.create_lifecycle_publisher(JointTrajectory, p['command_topic'], output_qos())
+            self.speed_pub = self.create_lifecycle_publisher(Float64, p['speed_limit_topic'], output_qos())
+            self.create_service(SetBool, '~/enable_command', self._on_enable_command)
         self.get_logger().info(f"model '{self.pipeline.model.roles.model_name}', {len(self.pipeline.grid)} grid "
                                f"candidates, ground_mode {p['ground_mode']}")
 
@@ -84,13 +101,57 @@ class PostureEvaluatorNode(RoverNode):
         response.message = f"{len(fields['candidates'])} candidates, best: {best}"
         if self.active:
             self.pub.publish(response.evaluation)
+            self._command(fields)
         return response
+
+    def _on_enable_command(self, request, response):
+        self.params['command_enabled'] = bool(request.data)
+        word = 'enabled' if request.data else 'disabled'
+        self.get_logger().info(f'posture command {word} by ~/enable_command')
+        return self.respond(response, True, f'posture command {word}')
+
+    def _command(self, fields: dict) -> None:
+        """The bridge: the feasible best candidate as a JointTrajectory and its v_max as a speed limit."""
+        p, cmd = self.params, self.commander
+        cmd.enabled = p['command_enabled']
+        best_i = fields['best_index']
+        cand = fields['candidates'][best_i] if best_i >= 0 else None
+        best = dict(zip(cand['joint_names'], map(float, cand['positions']))) if cand is not None else None
+        current = self.pipeline.current_joints()
+        now = self.now_s()
+        if not cmd.decide(best, current, now):
+            return
+        v_max = float(fields['v_max'][best_i])
+        if math.isfinite(v_max):
+            self.speed_pub.publish(Float64(data=v_max))
+        if not best:
+            return
+        missing = [j for j in best if j not in current]
+        if missing:                                  # the move starts where the joints are, never from a guess
+            cmd.refuse('no_state', f'no JointState position for {missing}')
+            return
+        try:
+            limits = velocity_limits(self.pipeline.model, list(best))
+        except ValueError as exc:
+            cmd.refuse('infeasible', str(exc))
+            return
+        tr = posture_trajectory(current, best, limits, p['command_speed_scale'], p['command_min_duration_s'],
+                                p['command_points'])
+        msg = JointTrajectory(joint_names=tr.joint_names)
+        for t, q, v, a in zip(tr.times, tr.positions, tr.velocities, tr.accelerations):
+            sec, nanosec = divmod(int(round(t * 1e9)), 1_000_000_000)
+            msg.points.append(JointTrajectoryPoint(
+                positions=[float(x) for x in q], velocities=[float(x) for x in v],
+                accelerations=[float(x) for x in a], time_from_start=Duration(sec=sec, nanosec=nanosec)))
+        self.cmd_pub.publish(msg)
+        cmd.sent(best, cand['label'], now, tr.duration)
 
     def work(self) -> None:
         self.drain_inputs()
         fields = self.pipeline.step(self.get_clock().now().nanoseconds)
         if fields is not None:
             self.pub.publish(fill(PostureEvaluation(), fields))
+            self._command(fields)
 
     def diagnostics(self):
         name = self.get_name()
@@ -100,6 +161,9 @@ class PostureEvaluatorNode(RoverNode):
         values = self.pipeline.status()
         values.update(self.cost.figures())
         values.update({'service_calls': self.service_calls, 'service_errors': self.service_errors})
+        values.update({f'command.{k}': v for k, v in self.commander.counts.items()})
+        values['command'] = ('enabled: ' if self.params['command_enabled'] else 'disabled: ') + \
+            self.commander.last_reason
         level, msg = LEVELS[self.pipeline.level], self.pipeline.last_status
         inp = self.pipeline.inputs
         if inp.last_error and level == OK:
