@@ -7,6 +7,11 @@
 Outputs: /impact_indicator/impact_indicator, /posture_evaluator/posture_evaluation, service
 /posture_evaluator/evaluate_postures, health on /diagnostics. Obstacle hypotheses go to
 /impact_indicator/obstacle and /posture_evaluator/obstacle (or one topic for both with obstacle_topic:=).
+
+posture_command:=true enables posture_evaluator's command bridge (doc/bridges.md): the chosen posture as a
+JointTrajectory on <posture_controller>/joint_trajectory, its approach speed limit on
+/posture_evaluator/approach_speed_limit:
+  ros2 launch contact_dynamics rover_contact.launch.py posture_command:=true posture_controller:=/lift_controller
 """
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
@@ -31,6 +36,10 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument('impact_indicator', default_value='true', description='start impact_indicator'),
         DeclareLaunchArgument('posture_evaluator', default_value='true', description='start posture_evaluator'),
         DeclareLaunchArgument('namespace', default_value=''),
+        DeclareLaunchArgument('posture_command', default_value='',
+                              description="true: publish the chosen posture (doc/bridges.md); empty: the params file's"),
+        DeclareLaunchArgument('posture_controller', default_value='',
+                              description='joint_trajectory_controller for the posture joints; empty: the params file\'s'),
     ]
 
     def nodes(context):
@@ -40,6 +49,12 @@ def generate_launch_description() -> LaunchDescription:
         for optional in ('model_yaml', 'obstacle_topic'):          # only when given: else the params files'
             if LaunchConfiguration(optional).perform(context):
                 common[optional] = LaunchConfiguration(optional)
+        posture = dict(common)
+        if LaunchConfiguration('posture_command').perform(context):
+            posture['command_enabled'] = LaunchConfiguration('posture_command')
+        controller = LaunchConfiguration('posture_controller').perform(context)
+        if controller:
+            posture['command_topic'] = controller.rstrip('/') + '/joint_trajectory'
         return [
             Node(package='contact_dynamics', executable='impact_indicator', name='impact_indicator',
                  namespace=LaunchConfiguration('namespace'), output='screen', emulate_tty=True,
@@ -47,7 +62,7 @@ def generate_launch_description() -> LaunchDescription:
                  condition=IfCondition(LaunchConfiguration('impact_indicator'))),
             Node(package='contact_dynamics', executable='posture_evaluator', name='posture_evaluator',
                  namespace=LaunchConfiguration('namespace'), output='screen', emulate_tty=True,
-                 parameters=[LaunchConfiguration('posture_params_file'), common],
+                 parameters=[LaunchConfiguration('posture_params_file'), posture],
                  condition=IfCondition(LaunchConfiguration('posture_evaluator'))),
         ]
     return LaunchDescription(args + [OpaqueFunction(function=nodes)])
