@@ -72,6 +72,9 @@ PLUGIN = Plugin(
                     'segmented impedance, batch + online: smooth hardening spring (model mismatch)'),
         Calibration('impedance/detent_stop', 'contact_estimation.impedance.calibration:detent_stop',
                     'segmented impedance, batch + online: linear spring with a detent and a hard stop'),
+        Calibration('impedance/force_curve', 'contact_estimation.impedance.calibration:force_curve',
+                    'quasi-static force curve (impedance-profile, auto mode): slow press and release, kinked '
+                    'spring, hysteresis, noise, encoder steps, jittered stamps with gaps'),
         Calibration('single_point/kv_multisine', 'contact_estimation.single_point.calibration_families:kv_multisine',
                     'single point, node pipeline (rls, ils, ia, kalman, gls): Kelvin-Voigt, random multisine, '
                     'noise, quantisation, jitter, holes, rate mismatch (model fits)'),
