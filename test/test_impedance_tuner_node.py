@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 import time
+from collections import defaultdict
 
 import pytest
 import yaml
@@ -21,20 +21,17 @@ import yaml
 rclpy = pytest.importorskip('rclpy')
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from rcl_interfaces.msg import ParameterEvent  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.node import Node  # noqa: E402
-from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
 from std_srvs.srv import SetBool  # noqa: E402
 
 from contact_dynamics.msg import ContactEstimate  # noqa: E402
 from contact_dynamics_common.cli import run_bag  # noqa: E402
 from contact_dynamics_common.ros.env import isolated_ros_env  # noqa: E402
 from contact_dynamics_common.ros.fill import fill  # noqa: E402
-from contact_dynamics_common.ros.meters import status_fields  # noqa: E402
 from contact_dynamics_common.ros.qos import output_qos  # noqa: E402
 from contact_estimation.single_point.simulate import KelvinVoigt1Dof, write_bag  # noqa: E402
 
-from ros_harness import ROOT, call_service, paced, start_node, stop, wait_matched  # noqa: E402
+from ros_harness import ROOT, Listener, call_service, paced, start_node, stop, wait_matched  # noqa: E402
 from test_impedance_tuner import ESTIMATOR_CONFIG, TUNER, rule_gains  # noqa: E402
 
 pytestmark = pytest.mark.ros
@@ -56,60 +53,34 @@ def start_tuner(tmp_path, name: str, **params) -> subprocess.Popen:
     return start_node('contact_estimation.tuner.node', '--params-file', str(cfg), '-r', f'__node:={name}')
 
 
-class Recorder:
-    """Every message of some topics with its receipt time (monotonic s), spun in a thread."""
+class Recorder(Listener):
+    """The harness Listener, with the receipt time (monotonic s) of every message."""
 
     def __init__(self, topics: dict):
-        self.node = Node('tuner_test_recorder')
-        self.items: dict[str, list] = {t: [] for t in topics}
-        self._lock = threading.Lock()
-        qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
-        for topic, msg_type in topics.items():
-            self.node.create_subscription(msg_type, topic, self._cb(topic), qos)
-        self.executor = SingleThreadedExecutor()
-        self.executor.add_node(self.node)
-        self._thread = threading.Thread(target=self.executor.spin, daemon=True)
-        self._thread.start()
+        self.times: dict[str, list] = defaultdict(list)
+        super().__init__(topics, name='tuner_test_recorder')
 
-    def _cb(self, topic):
+    def _callback(self, topic):
         def cb(msg):
             with self._lock:
-                self.items[topic].append((time.monotonic(), msg))
+                self.messages[topic].append(msg)
+                self.times[topic].append(time.monotonic())
         return cb
 
-    def get(self, topic: str) -> list:
+    def timed(self, topic: str) -> list:
         with self._lock:
-            return list(self.items[topic])
+            return list(zip(self.times[topic], self.messages[topic]))
 
     def sets(self, controller: str) -> list[tuple[float, dict]]:
         """(receipt time, the controller's three arrays after it) of every admittance change the controller
         announced (rclpy/rclcpp apply a SetParameters request one parameter at a time: one event each)."""
         out, state = [], {k: list(v) for k, v in STANDIN_DEFAULT.items()}
-        for t, ev in self.get('/parameter_events'):
+        for t, ev in self.timed('/parameter_events'):
             if ev.node == controller and ev.changed_parameters:
                 for p in ev.changed_parameters:
                     state[p.name] = list(p.value.double_array_value)
                 out.append((t, {k: list(v) for k, v in state.items()}))
         return out
-
-    def diag(self, name: str) -> dict:
-        for _, arr in reversed(self.get('/diagnostics')):
-            for st in arr.status:
-                if st.name == name:
-                    return status_fields(st)
-        return {}
-
-    def wait_for(self, predicate, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if predicate():
-                return True
-            time.sleep(0.05)
-        return predicate()
-
-    def close(self):
-        self.executor.shutdown()
-        self.node.destroy_node()
 
 
 def _estimates(tmp_path) -> list[dict]:
@@ -223,7 +194,7 @@ def test_wrong_size_refused_by_the_tuner_and_dry_run_sets_nothing(tmp_path, ros_
     diag = rec.diag('tuner_bad: tuner')
     assert int(diag['refused.request']) >= 1 and '6 elements' in diag['last_refusal'], (diag, logs[0])
     dry = [_z({p.name: list(p.value.double_array_value) for p in ev.changed_parameters})
-           for _, ev in rec.get('/tuner_dry/gains')]
+           for ev in rec.get('/tuner_dry/gains')]
     assert dry[0][0] == pytest.approx(8.0 * 1.0, rel=0.06)   # slew starts from the controller's own 8 kg
     assert all(b[0] > a[0] for a, b in zip(dry, dry[1:]))     # moving towards the rule's 31.6 kg
     assert len(rec.get('/tuner_dry/gains')) == n_disabled, 'published while disabled'
