@@ -7,7 +7,8 @@ since the last one, vectorised:
 
 1. stamp gate per stream: zero stamps, non-finite rows and out-of-order samples are dropped and counted;
    a backward time jump (looped bag) resets the estimators;
-2. normal force F_n = f . force_direction; displacement coordinate c = sign q (joint) or c = -p . n (pose);
+2. normal force F_n = f . force_direction (or tau . torque_axis, joint_sign effort: ``contact_kind``);
+   displacement coordinate c = sign q (joint) or c = -p . n (pose);
 3. pairing: c is interpolated linearly at each wrench stamp inside the displacement stream's span
    (wrench samples wait for the displacement stream; gaps longer than sensor_timeout, and holes where the
    ring buffer dropped displacement samples under overload, are not bridged);
@@ -41,6 +42,7 @@ from contact_dynamics_common.stamps import Segment, StampGate
 from .estimate import ContactEstimate
 from .algorithms import ALGORITHMS, make
 from .assess import RecentSamples, TrustMonitor, boundaries
+from .contact_kind import contact_inputs_problem, force_projection
 from .gls import SlidingWindowGLS
 from .models import get_model
 from .reporting import update_and_report
@@ -140,7 +142,10 @@ class ContactPipeline:
     def __init__(self, params: dict):
         self.params = params
         self.model = get_model(params['model'])
-        self.force_dir = np.asarray(params['force_direction'], dtype=np.float64)
+        problem = contact_inputs_problem(params)     # prismatic / revolute inputs (contact_kind)
+        if problem:
+            raise ConfigError(problem)
+        self.force_dir = force_projection(params)   # force_direction, torque_axis or (joint_sign, 0, 0)
         self.source = params['displacement_source']
         self.joint_name = params['joint_name']
         self.normal = np.asarray(params['contact_normal'], dtype=np.float64)
