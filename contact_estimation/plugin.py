@@ -87,5 +87,7 @@ PLUGIN = Plugin(
                     'single point: environment mass, model kelvin_voigt_mass (issue 14 class 1 at random)'),
         Calibration('single_point/kv_hysteresis', 'contact_estimation.single_point.calibration_families:kv_hysteresis',
                     'single point: hysteretic spring (Jenkins element) under Kelvin-Voigt (mismatch)'),
+        Calibration('single_point/compare_batch', 'contact_estimation.single_point.calibration_families:compare_batch',
+                    "single point: contact-compare's batch estimators (etfe, oem, eem, gmle), random law"),
     ),
 )
