@@ -35,6 +35,8 @@ import numpy as np
 from contact_dynamics_common.trust.calibration import Outcome
 
 ALGORITHMS = ['rls', 'ils', 'ia', 'kalman', 'gls']
+#: contact-compare's batch-only estimators (frequency domain)
+BATCH = ['etfe', 'oem', 'eem', 'gmle']
 UNITS = {'stiffness': 'N/m', 'damping': 'N*s/m', 'mass': 'kg'}
 
 
@@ -202,3 +204,24 @@ def kv_hysteresis(rng: np.random.Generator) -> list[Outcome]:
     stiffness k and the viscous b. A mismatch to cover or flag."""
     exp = _experiment(rng, hysteresis=float(rng.uniform(0.05, 0.5)))
     return _outcomes(_run_pipeline(exp, 'kelvin_voigt'), exp, 'kelvin_voigt', False)
+
+
+def compare_batch(rng: np.random.Generator) -> list[Outcome]:
+    """contact-compare's batch-only estimators (etfe, oem, eem, gmle) on the node pipeline's in-contact samples
+    (``ContactPipeline.contact_samples``, as contact-compare takes them from a bag), judged by
+    ``algorithms.run`` (the shared assessment and verdict). The environment is drawn: Kelvin-Voigt (half the
+    draws: the model fits), or with friction 0-50 %, a mass 1-30 % or a Jenkins-element hysteresis."""
+    from .algorithms import make, run
+    from .pipeline import ContactPipeline, Stream
+    law = int(rng.integers(0, 6))
+    kw = [{}, {}, {}, {'friction': float(rng.uniform(0.0, 0.5))},
+          {'mass_share': float(10 ** rng.uniform(-2, np.log10(0.3)))},
+          {'hysteresis': float(rng.uniform(0.05, 0.5))}][law]
+    exp = _experiment(rng, **kw)
+    pipe = ContactPipeline(_params('kelvin_voigt'))
+    ns_w = (exp['t'] * 1e9).astype(np.int64)
+    ns_d = (exp['td'] * 1e9).astype(np.int64)
+    force = np.zeros((len(ns_w), 3))
+    force[:, 2] = exp['f']
+    samples = pipe.contact_samples(Stream(ns_w, ns_w, force), Stream(ns_d, ns_d, exp['x'][:, None]))
+    return _outcomes([run(make(n), samples) for n in BATCH], exp, 'kelvin_voigt', not kw)
