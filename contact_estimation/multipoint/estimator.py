@@ -31,9 +31,10 @@ explained by the others), bound activity, the residual and an honest covariance 
   attenuation bias that regressor noise causes (SIMEX's first step; its variance is in the sandwich).
 The verdict (``valid`` + ``reason``) refuses an estimate when the regressor is rank deficient or
 ill-conditioned, a parameter is not excited or at its bound, k ≤ 0, or the model leaves more than
-``max_residual_fraction`` of the wrench unexplained; then the shared ``trust.verdict.judge`` requires every
-parameter to stand out of its honest σ by ``significance`` ("not identified: ... of the model-error
-scale"); the ``identifiable`` flags are excited AND |value| ≥ 2 σ (``trust.verdict.identified``).
+``max_residual_fraction`` of the wrench unexplained; then the shared ``trust.verdict.judge`` runs the
+model-mismatch check (``mismatch_check``: omitted Σδ²n, Σδδ̇n, Σδ̇t significant → "model mismatch suspected")
+and requires every parameter to stand out of its honest σ by ``significance`` ("not identified: ... of the
+model-error scale"); the ``identifiable`` flags are excited AND |value| ≥ 2 σ (``trust.verdict.identified``).
 Local: every instant solved on its own (3×3 or 6×3 ``lstsq``); its rank is reported, and a one-contact
 instant is rank deficient (δn ∥ δ̇n), §3.4.
 """
