@@ -10,8 +10,8 @@ Per JointState sample (strut lengths L, optional velocities L_dot, actuator forc
     from the positions;
  3. Newton forward kinematics (vectorised, warm-started) -> q; qd = J^-T L_dot; J^T qdd = c (spec sec. 2.5);
     samples with unconverged FK, L outside the stroke or |sin theta| < min_sin_theta are rejected (counted);
- 4. regressor Y(q, qd, qdd) (20 columns built; 8 or 20 estimated); parallel filtering: Y and F through the
-    same Gaussian kernel (StreamingParallelFilter, delay ~0.94 / parallel_filter_hz s) -> parameter UKF update
+ 4. regressor Y(q, qd, qdd) (26 columns built: 8 inertial, 12 friction, 6 friction-shape; 8 or 20
+    estimated); parallel filtering: Y and F through the same Gaussian kernel (StreamingParallelFilter, delay ~0.94 / parallel_filter_hz s) -> parameter UKF update
     per sample (every decimation-th); with state_noise_std.* > 0 (and the filter off) each sample's
     measurement covariance is R_k = measurement_std^2 I + G_k diag(sigma^2) G_k^T (pkm_identification.eiv);
  5. block moments (pkm_identification.moments) of the filtered samples, and of an alternative chain (kernel at
