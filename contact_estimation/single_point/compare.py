@@ -27,6 +27,7 @@ import yaml
 
 from .algorithms import ALGORITHMS, RECURSIVE, make, run
 from .assess import run_monitored
+from .contact_kind import contact_units
 from .estimate import ContactEstimate
 from .preprocess import drift_warnings, find_plateaus
 from .samples import ContactSamples
@@ -57,6 +58,7 @@ class Comparison:
     verdicts: list[WindowVerdict]
     warnings: list[str] = field(default_factory=list)
     segmentation: str = 'whole'
+    units: dict = field(default_factory=lambda: contact_units(None))   # N/m or N*m/rad, ... (contact_type)
 
 
 def windows_of(samples: ContactSamples, segmentation: str = 'auto') -> tuple[list[Window], str]:
@@ -104,7 +106,7 @@ def compare(samples: ContactSamples, *, segmentation: str = 'auto', names=None, 
         from .preprocess import Plateau
         plateaus = [Plateau(w.start, w.stop, w.mean_load, 0.0) for w in windows]
         warnings = drift_warnings(samples.t, samples.x, samples.force, plateaus)
-    return Comparison(windows, results, verdicts, warnings, mode)
+    return Comparison(windows, results, verdicts, warnings, mode, contact_units(params))
 
 
 def _verdict(estimates: dict[str, ContactEstimate], agreement: float) -> WindowVerdict:
@@ -138,7 +140,7 @@ def write_report(cmp: Comparison, samples: ContactSamples, out_dir: str | Path, 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     summary = {'segmentation': cmp.segmentation, 'samples': len(samples), 'warnings': cmp.warnings,
-               'ground_truth': truth, 'windows': []}
+               'ground_truth': truth, 'units': dict(cmp.units), 'windows': []}
     for i, w in enumerate(cmp.windows):
         v = cmp.verdicts[i]
         entry = {'t0': w.t0, 't1': w.t1, 'mean_load': w.mean_load, 'samples': w.stop - w.start,
@@ -161,15 +163,18 @@ def write_report(cmp: Comparison, samples: ContactSamples, out_dir: str | Path, 
 
 
 def _markdown(cmp: Comparison, truth: dict | None) -> str:
+    u = cmp.units
+    uk, ub, uf = u['stiffness'], u['damping'], u['force']
     lines = ['# Single-point contact estimation: comparison of the nine algorithms', '',
-             f'Segmentation: {cmp.segmentation}, {len(cmp.windows)} window(s).', '']
+             f'Segmentation: {cmp.segmentation}, {len(cmp.windows)} window(s); units: k {uk}, b {ub}, '
+             f"x {u['displacement']}, F {uf}.", '']
     if truth:
-        lines += [f"Ground truth: k = {truth.get('stiffness', float('nan')):.6g} N/m, "
-                  f"b = {truth.get('damping', float('nan')):.6g} N*s/m", '']
+        lines += [f"Ground truth: k = {truth.get('stiffness', float('nan')):.6g} {uk}, "
+                  f"b = {truth.get('damping', float('nan')):.6g} {ub}", '']
     for i, w in enumerate(cmp.windows):
         v = cmp.verdicts[i]
-        lines += [f'## Window {i + 1}: {w.t0:.2f}-{w.t1:.2f} s, mean load {w.mean_load:.1f} N', '',
-                  '| algorithm | k [N/m] | sigma_k | b [N*s/m] | sigma_b | b identifiable | valid | note |',
+        lines += [f'## Window {i + 1}: {w.t0:.2f}-{w.t1:.2f} s, mean load {w.mean_load:.1f} {uf}', '',
+                  f'| algorithm | k [{uk}] | sigma_k | b [{ub}] | sigma_b | b identifiable | valid | note |',
                   '|---|---|---|---|---|---|---|---|']
         for n, ests in cmp.results.items():
             e = ests[i]
@@ -177,10 +182,11 @@ def _markdown(cmp: Comparison, truth: dict | None) -> str:
                          f'{e.std("damping"):.3g} | {"yes" if e.is_identifiable("damping") else "no"} | '
                          f'{"yes" if e.valid else "no"} | {e.reason} |')
         trusted = ', '.join(v.trusted) or 'none'
-        lines += ['', f'**Verdict.** Consensus stiffness {v.consensus_stiffness:.6g} N/m; trust {trusted}.']
+        lines += ['', f'**Verdict.** Consensus stiffness {v.consensus_stiffness:.6g} {uk}; trust {trusted}.']
         for n, why in v.distrusted.items():
             lines.append(f'- do not use {n}: {why}')
-        lines += [f'- damping: {v.damping_note}' + (f' (b = {v.damping:.6g} N*s/m)' if v.damping is not None else ''),
+        damping = f' (b = {v.damping:.6g} {ub})' if v.damping is not None else ''
+        lines += [f'- damping: {v.damping_note}' + damping,
                   '']
     if cmp.warnings:
         lines += ['## Warnings', ''] + [f'- {w}' for w in cmp.warnings] + ['']
@@ -211,8 +217,8 @@ def _plots(cmp: Comparison, samples: ContactSamples, out: Path, options: dict) -
     for n in names:
         if last >= 0:
             ax.plot(xs * 1e3, cmp.results[n][last].stiffness * xs, lw=1, label=f'{n}: k x')
-    ax.set_xlabel('deformation x [mm]')
-    ax.set_ylabel('normal force F [N]')
+    ax.set_xlabel(f"deformation x [m{cmp.units['displacement']}]")        # mm or mrad
+    ax.set_ylabel(f"normal force F [{cmp.units['force']}]")
     ax.set_title('force-displacement and secant stiffness (last window)')
     ax.legend(fontsize=7, ncol=2)
     ax.grid(alpha=0.3)
@@ -227,7 +233,8 @@ def _plots(cmp: Comparison, samples: ContactSamples, out: Path, options: dict) -
             stride = max(1, len(t) // 4000)
             axes[0].plot(t[::stride], theta[::stride, 0], lw=1, label=n)
             axes[1].plot(t[::stride], theta[::stride, 1], lw=1, label=n)
-    for ax, label in zip(axes, ('stiffness [N/m]', 'damping [N*s/m]')):
+    labels = (f"stiffness [{cmp.units['stiffness']}]", f"damping [{cmp.units['damping']}]")
+    for ax, label in zip(axes, labels):
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8)
@@ -243,8 +250,8 @@ def _plots(cmp: Comparison, samples: ContactSamples, out: Path, options: dict) -
         ok = np.array([e.valid for e in cmp.results[n]], dtype=bool)
         offset = (j - len(names) / 2) * 0.4
         ax.errorbar(loads[ok] + offset, k[ok], yerr=2 * sd[ok], fmt='o', ms=3, capsize=2, label=n)
-    ax.set_xlabel('mean load of the window [N]')
-    ax.set_ylabel('stiffness [N/m]')
+    ax.set_xlabel(f"mean load of the window [{cmp.units['force']}]")
+    ax.set_ylabel(f"stiffness [{cmp.units['stiffness']}]")
     ax.set_title('stiffness by window (valid estimates, 2-sigma bars)')
     ax.legend(fontsize=7, ncol=3)
     ax.grid(alpha=0.3)
@@ -293,10 +300,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f'{args.bag}: {len(samples)} in-contact samples, {len(cmp.windows)} window(s) ({cmp.segmentation})')
     for line in bag.recovery.lines():          # a damaged bag: what was used
         print(line)
+    u = cmp.units
+    print(f"units ({params['contact_type']} contact): k {u['stiffness']}, b {u['damping']}, "
+          f"x {u['displacement']}, F {u['force']}")
     for i, w in enumerate(cmp.windows):
         v = cmp.verdicts[i]
-        print(f'window {i + 1} ({w.t0:.2f}-{w.t1:.2f} s, {w.mean_load:.1f} N): consensus k = '
-              f'{v.consensus_stiffness:.6g} N/m; trusted: {", ".join(v.trusted) or "none"}; {v.damping_note}')
+        print(f"window {i + 1} ({w.t0:.2f}-{w.t1:.2f} s, {w.mean_load:.1f} {u['force']}): consensus k = "
+              f"{v.consensus_stiffness:.6g} {u['stiffness']}; trusted: {', '.join(v.trusted) or 'none'}; "
+              f'{v.damping_note}')
         for n in args.algorithms:
             e = cmp.results[n][i]
             print(f'  {n:7s} k = {e.stiffness:12.6g} ± {e.std("stiffness"):9.3g}  b = {e.damping:11.5g} '

@@ -61,8 +61,8 @@ def contact_inputs_problem(params: dict) -> str | None:
     kind, source = params.get('contact_type', 'prismatic'), params.get('force_source', 'wrench_force')
     disp = params['displacement_source']
     if kind == 'revolute' and disp != 'joint_state':
-        return ('contact_type revolute measures its deflection at a joint: set displacement_source joint_state '
-                f"(not '{disp}')")
+        return ('contact_type revolute measures its deflection at a joint: set displacement_source '
+                f"joint_state (not '{disp}')")
     if kind == 'revolute' and source == 'wrench_force':
         return ('contact_type revolute needs a torque: set force_source wrench_torque (about torque_axis) '
                 'or joint_effort')
@@ -76,7 +76,8 @@ def contact_inputs_problem(params: dict) -> str | None:
     if source != 'wrench_torque' and list(params.get('torque_axis', DEFAULT_AXIS)) != DEFAULT_AXIS:
         return f'torque_axis applies to force_source wrench_torque only (here {source})'
     if source == 'joint_effort' and any(params['force_bias'][1:]):
-        return 'with force_source joint_effort only force_bias[0] (the effort bias) applies; set the others to 0'
+        return ('with force_source joint_effort only force_bias[0] (the effort bias) applies; '
+                'set the others to 0')
     return None
 
 

@@ -49,5 +49,7 @@ def summary_line(msg_type: str, last: dict) -> str | None:
     """One run-bag output line for a ContactEstimate (None for other message types)."""
     if msg_type != 'contact_dynamics/msg/ContactEstimate':
         return None
-    return (f"k = {last['stiffness']:.6g} N/m, b = {last['damping']:.6g} N*s/m, "
+    extras = {e['key']: e['value'] for e in last.get('extras', [])}       # units: contact_kind.unit_extras
+    uk, ub = extras.get('units.stiffness', 'N/m'), extras.get('units.damping', 'N*s/m')
+    return (f"k = {last['stiffness']:.6g} {uk}, b = {last['damping']:.6g} {ub}, "
             f"valid = {last['valid']} ({last['status']})")

@@ -9,6 +9,7 @@ import numpy as np
 
 from contact_dynamics_common.msgconv import ns_to_sec_nanosec
 
+from .contact_kind import unit_extras
 from .estimate import ContactEstimate
 from .models import damping_ratio
 
@@ -16,8 +17,11 @@ MSG_TYPE = 'contact_dynamics/msg/ContactEstimate'
 
 
 def estimate_fields(est: ContactEstimate, *, stamp_ns: int, frame_id: str, apparent_mass: float = 0.0,
-                    datum: float = 0.0) -> dict:
+                    datum: float = 0.0, units: dict | None = None) -> dict:
     """Message fields of one estimate; the covariance is row-major over ``parameter_names``.
+
+    ``units``: extras naming the contact type and units (``contact_kind.unit_extras``: ``contact_type``,
+    ``units.stiffness`` N/m or N*m/rad, ...); the message's numbers are in those units.
 
     (Called once per estimate and tick: written with plain Python lookups, no per-field numpy calls.)
     """
@@ -29,7 +33,8 @@ def estimate_fields(est: ContactEstimate, *, stamp_ns: int, frame_id: str, appar
     value = dict(zip(names, np.asarray(est.values, dtype=float).tolist()))
     stiffness, damping = value.get('stiffness', 0.0), value.get('damping', 0.0)
     identifiable_b = 'damping' in names and bool(est.identifiable[names.index('damping')])
-    extras = {'bounds_active': ','.join([n for n, a in zip(names, est.bounds_active) if a]) or 'none'}
+    extras = {'bounds_active': ','.join([n for n, a in zip(names, est.bounds_active) if a]) or 'none',
+              **(units or {})}
     for k, v in est.extras.items():
         if k == 'trust' and isinstance(v, dict):      # the trust checks, one key per check and figure
             for kind, figures in v.items():
@@ -67,10 +72,12 @@ def publications(pipeline, estimates: list[ContactEstimate], params: dict) -> li
     if not pipeline.counts['samples_used']:
         return []
     frame = params['frame_id'] or pipeline.wrench_frame
+    units = unit_extras(params)
     out = []
     for est in estimates:
         fields = estimate_fields(est, stamp_ns=pipeline.stamp_ns(est), frame_id=frame,
-                                 apparent_mass=params['robot_apparent_mass'], datum=pipeline.datum)
+                                 apparent_mass=params['robot_apparent_mass'], datum=pipeline.datum,
+                                 units=units)
         out.append((f'~/{est.algorithm}/estimate', fields))
         if est.algorithm == params['algorithms'][0]:
             out.append(('~/estimate', fields))

@@ -6,6 +6,7 @@ import numpy as np
 from contact_dynamics_common.replay import resolve_topic
 
 from .config import NODE_NAME
+from .contact_kind import force_rows, force_topic
 from .messages import MSG_TYPE, publications
 from .pipeline import ContactPipeline, Stream, TickReport
 from .samples import ContactSamples
@@ -22,7 +23,8 @@ class OfflineContactEstimator:
         self.params = params
         self.pipeline = ContactPipeline(params)
         self.period_ns = int(round(1e9 / params['publish_rate']))
-        self.wrench_topic = resolve_topic(params['wrench_topic'], NODE_NAME)
+        topic, self.wrench_type = force_topic(params)     # the wrench, or the JointState for joint_effort
+        self.wrench_topic = resolve_topic(topic, NODE_NAME)
         if params['displacement_source'] == 'joint_state':
             self.disp_topic, self.disp_type = resolve_topic(params['joint_states_topic'], NODE_NAME), JOINT_STATE
         else:
@@ -31,13 +33,17 @@ class OfflineContactEstimator:
         self._held: tuple[Stream, Stream] | None = None     # replay_chunk: samples logged after its last tick
 
     def inputs(self) -> dict[str, str]:
-        return {self.wrench_topic: WRENCH, self.disp_topic: self.disp_type}
+        return {self.wrench_topic: self.wrench_type, self.disp_topic: self.disp_type}
 
     def push(self, topic: str, cols: dict, sl: slice) -> None:
         if topic == self.wrench_topic:
-            self.pipeline.push_wrench_columns(cols['stamp_ns'][sl], cols['force'][sl])
+            rows = force_rows(cols, self.params)
+            if rows is not None:
+                self.pipeline.push_wrench_columns(cols['stamp_ns'][sl], rows[sl])
             self.pipeline.wrench_frame = self.pipeline.wrench_frame or cols.get('frame_id', '')
-        elif self.disp_type == JOINT_STATE:
+        if topic != self.disp_topic:
+            return
+        if self.disp_type == JOINT_STATE:
             self.pipeline.push_joint_columns(cols['stamp_ns'][sl], cols['name'], cols['position'][sl])
         else:
             self.pipeline.push_pose_columns(cols['stamp_ns'][sl], cols['position'][sl])
@@ -77,7 +83,10 @@ class OfflineContactEstimator:
         nd = len(d['log_ns']) if last_ns is None else int(np.searchsorted(d['log_ns'], last_ns, side='right'))
         if nw:
             self.pipeline.wrench_frame = self.pipeline.wrench_frame or w.get('frame_id', '')
-        wrench = Stream(w['log_ns'][:nw], w['stamp_ns'][:nw], w['force'][:nw])
+        f = force_rows(w, self.params) if nw else None
+        if f is None:                     # no effort of the joint (its position stream counts the absence)
+            nw, f = 0, np.zeros((0, 3))
+        wrench = Stream(w['log_ns'][:nw], w['stamp_ns'][:nw], f[:nw])
         rows = d['position'][:nd]
         if self.disp_type == JOINT_STATE:
             rows = self.pipeline.joint_rows(d['name'], rows) if nd else None
