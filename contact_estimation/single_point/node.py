@@ -25,6 +25,7 @@ from contact_dynamics_common.node import OK, WARN, EstimatorNode, InputStats, no
 from contact_dynamics_common.rosfill import fill
 
 from .config import NODE_NAME, PARAMS
+from .contact_kind import contact_units, effort_row
 from .messages import publications
 from .pipeline import ContactPipeline
 
@@ -44,7 +45,10 @@ class ContactEstimatorNode(EstimatorNode):
         self.pipeline = ContactPipeline(p)
         if not self.pubs:
             depth = p['input_queue_size']
-            self.add_input(WrenchStamped, p['wrench_topic'], self.rates['wrench'], self._on_wrench, depth)
+            if p['force_source'] == 'joint_effort':         # the efforts arrive with the positions
+                self.rates['wrench'] = self.rates['displacement']
+            else:
+                self.add_input(WrenchStamped, p['wrench_topic'], self.rates['wrench'], self._on_wrench, depth)
             if p['displacement_source'] == 'joint_state':
                 self.add_input(JointState, p['joint_states_topic'], self.rates['displacement'],
                                self._on_joint_state, depth,
@@ -55,19 +59,27 @@ class ContactEstimatorNode(EstimatorNode):
             topics = ['~/estimate'] + [f'~/{a}/estimate' for a in p['algorithms']]
             self.pubs = {t: self.create_lifecycle_publisher(ContactEstimateMsg, t, output_qos()) for t in topics}
             self.create_service(Trigger, '~/tare', self._on_tare)
+        force = ('joint effort' if p['force_source'] == 'joint_effort'
+                 else self.resolve_topic_name(p['wrench_topic']))
         self.get_logger().info(
-            f"estimating {p['model']} with {', '.join(p['algorithms'])} from "
-            f"{self.resolve_topic_name(p['wrench_topic'])} and {p['displacement_source']} at {p['publish_rate']:g} Hz")
+            f"estimating {p['model']} ({p['contact_type']}, k in {contact_units(p)['stiffness']}) with "
+            f"{', '.join(p['algorithms'])} from {force} and {p['displacement_source']} at "
+            f"{p['publish_rate']:g} Hz")
 
     # --- callbacks (add_input: only while active, counted): copy only ---
     def _on_wrench(self, msg: WrenchStamped) -> None:
-        f = msg.wrench.force
+        f = msg.wrench.torque if self.params['force_source'] == 'wrench_torque' else msg.wrench.force
         self.pipeline.push_wrench(stamp_to_ns(msg.header.stamp), f.x, f.y, f.z)
         if not self.pipeline.wrench_frame:
             self.pipeline.wrench_frame = msg.header.frame_id
 
     def _on_joint_state(self, msg: JointState) -> None:
-        self.pipeline.push_joint_state(stamp_to_ns(msg.header.stamp), msg.name, msg.position)
+        stamp = stamp_to_ns(msg.header.stamp)
+        self.pipeline.push_joint_state(stamp, msg.name, msg.position)
+        if self.params['force_source'] == 'joint_effort':
+            row = effort_row(msg.name, msg.effort, self.params['joint_name'])
+            if row is not None:                  # an absent joint is counted by the position push
+                self.pipeline.push_wrench(stamp, *row)
 
     def _on_pose(self, msg: PoseStamped) -> None:
         q = msg.pose.position
@@ -93,7 +105,8 @@ class ContactEstimatorNode(EstimatorNode):
         except ValueError as exc:
             self.get_logger().warning(f'tare refused: {exc}')
             return self.respond(response, False, f'tare refused: {exc}')
-        self.respond(response, True, 'force bias [{:.4g}, {:.4g}, {:.4g}] N'.format(*bias))
+        unit = contact_units(self.params)['force']
+        self.respond(response, True, 'force bias [{:.4g}, {:.4g}, {:.4g}] {}'.format(*bias, unit))
         self.get_logger().info(f'tare: {response.message}')
         return response
 
