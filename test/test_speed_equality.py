@@ -113,6 +113,22 @@ def test_one_pose_equals_the_same_pose_in_a_batch():
             np.testing.assert_array_equal(getattr(one, f), getattr(batch, f)[sel])
 
 
+def test_blocked_rim_search_equals_one_block(monkeypatch):
+    import contact_estimation.geometry.peg_hole as ph
+    hole = ph.HoleGeometry(0.0175, 0.050)
+    rng = np.random.default_rng(12)
+    n = 2500
+    p0 = np.c_[rng.uniform(-5, 5, (n, 2)) * 1e-3, rng.uniform(10, 90, n) * 1e-3]
+    p1 = p0 + np.c_[rng.uniform(-8, 8, (n, 2)) * 1e-3, np.full(n, 0.1)]
+    r = rng.uniform(0.0165, 0.0175, n)
+    blocked = ph.detect(p0, p1, r, hole)
+    monkeypatch.setattr(ph, '_BLOCK', 10 ** 9)
+    whole = ph.detect(p0, p1, r, hole)
+    assert len(whole) > 2000
+    for f in FIELDS:
+        np.testing.assert_array_equal(getattr(blocked, f), getattr(whole, f))
+
+
 def _random_candidates(model, n, rng):
     from rover_contact.posture.evaluate import Candidate
     joints = list(model.roles.posture_joints)

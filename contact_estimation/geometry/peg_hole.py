@@ -64,6 +64,7 @@ class ContactManifold:
 
 
 _LEVELS: dict = {}
+_BLOCK = 1024         # segments per array rim search
 _SCALAR_MAX = 4        # up to this many segments the rim search runs on Python floats (faster than ~150 array ops)
 
 
@@ -86,7 +87,11 @@ _PHI0 = np.arange(8) * (np.pi / 4)
 def _rim_search(w0: np.ndarray, A: np.ndarray, r: float, levels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Minimise, over the rim R(φ) = P1h + r (cos φ, sin φ, 0) (hole frame), the distance from R to the point
     X = A0 + s A nearest to R on a segment (s clamped to [0, 1]), for F segments at once by the paper's refinement.
-    ``w0`` = P1h − A0 (F, 3). Returns φ*, d*, s* (F,)."""
+    ``w0`` = P1h − A0 (F, 3). Returns φ*, d*, s* (F,). Blocks of ``_BLOCK`` segments (the (F, 8) temporaries stay
+    in cache: 10 000 segments at once ran 3x slower per segment)."""
+    if len(w0) > _BLOCK:
+        parts = [_rim_search(w0[a:a + _BLOCK], A[a:a + _BLOCK], r, levels) for a in range(0, len(w0), _BLOCK)]
+        return tuple(np.concatenate(x) for x in zip(*parts))
     W = np.einsum('fi,fi->f', w0, w0)[:, None] + r * r
     AA = np.einsum('fi,fi->f', A, A)
     inv_AA = (1.0 / np.where(AA > 0, AA, 1.0))[:, None]
@@ -117,6 +122,9 @@ def _rim_search(w0: np.ndarray, A: np.ndarray, r: float, levels: int) -> tuple[n
 def _rim_search_points(w0: np.ndarray, r: float, levels: int) -> tuple[np.ndarray, np.ndarray]:
     """``_rim_search`` for points (A = 0: D = 0, s = 0, so d² = W + cos φ·wx + sin φ·wy, the same numbers with
     fewer operations). Returns φ*, d* (F,)."""
+    if len(w0) > _BLOCK:
+        parts = [_rim_search_points(w0[a:a + _BLOCK], r, levels) for a in range(0, len(w0), _BLOCK)]
+        return tuple(np.concatenate(x) for x in zip(*parts))
     W = np.einsum('fi,fi->f', w0, w0)[:, None] + r * r
     wx, wy = 2 * r * w0[:, 0:1], 2 * r * w0[:, 1:2]
     rows = np.arange(0, 8 * len(w0), 8)
