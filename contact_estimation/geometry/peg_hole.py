@@ -82,6 +82,7 @@ def _level_offsets(levels: int) -> list:
 
 
 _PHI0 = np.arange(8) * (np.pi / 4)
+_PHI0_LIST = _PHI0.tolist()
 
 
 def _rim_search(w0: np.ndarray, A: np.ndarray, r: float, levels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -139,39 +140,49 @@ def _rim_search_points(w0: np.ndarray, r: float, levels: int) -> tuple[np.ndarra
     return best[:, 0], np.sqrt(np.maximum(d2.reshape(-1)[j], 0.0))
 
 
-def _rim_search_scalar(w0: np.ndarray, A: np.ndarray, r: float, levels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``_rim_search`` for a few segments (F ≲ 8) in plain Python floats: the same samples, the same operations
-    in the same order (the three dot products from the same einsum), so the same numbers without the fixed cost
-    of ~150 small array operations."""
-    dots = np.einsum('ki,ki->k', np.concatenate([w0, A, w0]), np.concatenate([w0, A, A])).tolist()
-    F = len(w0)
-    w0l, Al = w0.tolist(), A.tolist()
+def _dot3(a, b) -> float:
+    """a·b of two 3-tuples summed as numpy's einsum sums three terms, (a₀b₀ + a₂b₂) + a₁b₁ (so the Python-float
+    rim search equals the array one bit for bit; test_speed_equality checks it)."""
+    return (a[0] * b[0] + a[2] * b[2]) + a[1] * b[1]
+
+
+_OFFSETS_LISTS: dict = {}
+
+
+def _rim_one(w0, A, r: float, levels: int) -> tuple[float, float, float]:
+    """``_rim_search`` for one segment (w0, A 3-tuples) in plain Python floats: the same samples, the same
+    operations in the same order. Returns φ*, d*, s*."""
+    if levels not in _OFFSETS_LISTS:
+        _OFFSETS_LISTS[levels] = [(step, off.tolist()) for step, off in _level_offsets(levels)]
+    offs = _OFFSETS_LISTS[levels]
+    W, AA, wA = _dot3(w0, w0) + r * r, _dot3(A, A), _dot3(w0, A)
+    inv = 1.0 / (AA if AA > 0 else 1.0)
+    wx, wy = 2 * r * w0[0], 2 * r * w0[1]
+    ax, ay = r * A[0], r * A[1]
     cos, sin = math.cos, math.sin
-    start = _PHI0.tolist()
-    offs = [(step, off.tolist()) for step, off in _level_offsets(levels)]
-    out = np.empty((3, F))
-    for f in range(F):
-        W, AA, wA = dots[f] + r * r, dots[F + f], dots[2 * F + f]
-        inv = 1.0 / (AA if AA > 0 else 1.0)
-        wx, wy = 2 * r * w0l[f][0], 2 * r * w0l[f][1]
-        ax, ay = r * Al[f][0], r * Al[f][1]
-        phis = start
-        for lev in range(levels + 1):
-            bd = bp = bs = None
-            for ph in phis:
-                c, sn = cos(ph), sin(ph)
-                D = wA + c * ax + sn * ay
-                sv = D * inv
-                sv = 0.0 if sv < 0.0 else (1.0 if sv > 1.0 else sv)
-                d2 = W + c * wx + sn * wy + sv * (sv * AA - 2 * D)
-                if bd is None or d2 < bd:            # argmin: the first of equal minima
-                    bd, bp, bs = d2, ph, sv
-            if lev < levels:
-                step, off = offs[lev]
-                b0 = bp - step
-                phis = [b0 + o for o in off]
-        out[0, f], out[1, f], out[2, f] = bp, math.sqrt(bd if bd > 0.0 else 0.0), bs
-    return out[0], out[1], out[2]
+    phis = _PHI0_LIST
+    for lev in range(levels + 1):
+        bd = None
+        for ph in phis:
+            c, sn = cos(ph), sin(ph)
+            D = wA + c * ax + sn * ay
+            sv = D * inv
+            sv = 0.0 if sv < 0.0 else (1.0 if sv > 1.0 else sv)
+            d2 = W + c * wx + sn * wy + sv * (sv * AA - 2 * D)
+            if bd is None or d2 < bd:                # argmin: the first of equal minima
+                bd, bp, bs = d2, ph, sv
+        if lev < levels:
+            step, off = offs[lev]
+            b0 = bp - step
+            phis = [b0 + o for o in off]
+    return bp, math.sqrt(bd if bd > 0.0 else 0.0), bs
+
+
+def _rim_search_scalar(w0: np.ndarray, A: np.ndarray, r: float, levels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``_rim_search`` for a few segments (F ≲ 8) by ``_rim_one``: the same numbers without the fixed cost of
+    ~150 small array operations."""
+    out = np.array([_rim_one(a, b, r, levels) for a, b in zip(w0.tolist(), A.tolist())]).reshape(-1, 3)
+    return out[:, 0], out[:, 1], out[:, 2]
 
 
 _UNIT_Z = np.array([0.0, 0.0, 1.0])
@@ -200,6 +211,10 @@ def detect(peg_p0, peg_p1, peg_radius, hole: HoleGeometry, hole_rotation=None, h
             np.broadcast_to(np.asarray(hole_rotation, float), (N, 3, 3))
         ph = np.zeros((N, 3)) if hole_position is None else np.broadcast_to(np.asarray(hole_position, float), (N, 3))
         E = np.stack([np.einsum('nji,nj->ni', Rh, P0w - ph), np.einsum('nji,nj->ni', Rh, P1w - ph)], axis=1)
+    if N == 1 and np.all(np.isfinite(E)):
+        rows = _detect_one(E[0, 0].tolist(), E[0, 1].tolist(), float(rp[0]), hole, levels)
+        if rows is not None:
+            return _manifold_one(rows, Rh, ph, dedup_tol)
     dr = (r - rp)[:, None]
     rp2 = rp[:, None]
     ez = E[..., 2]
@@ -262,6 +277,56 @@ def detect(peg_p0, peg_p1, peg_radius, hole: HoleGeometry, hole_rotation=None, h
     return ContactManifold(pair[keep], feat[keep], C[keep], nrm[keep], dep[keep], s[keep])
 
 
+def _detect_one(E0: list, E1: list, rp: float, hole: HoleGeometry, levels: int):
+    """The contacts of one pair (endpoints in the hole frame) in plain Python floats: ``detect``'s cases with the
+    same operations in the same order (norms summed as numpy sums three terms), so the same numbers without the
+    fixed cost of the array path. Rows (feature, s, C, n, δ) in ``detect``'s order; None when a division by zero
+    would occur (a degenerate pose: the array path gives its NaN/inf there)."""
+    r, h = hole.radius, hole.height
+    z0, z1, c = r, r + h, hole.c
+    dr = r - rp
+    rows = []
+    rho = []
+    for e, (x, y, z) in enumerate((E0, E1)):
+        rho.append(math.sqrt((x * x + y * y) + 0.0))
+    for e, (x, y, z) in enumerate((E0, E1)):                    # case 1: bottom cap
+        uz = z - z0
+        du = math.sqrt((x * x + y * y) + uz * uz)
+        if z <= z0 and du > dr:
+            if du == 0.0:
+                return None
+            ux, uy, uz = x / du, y / du, uz / du
+            rows.append((CAP, float(e), (0.0 + r * ux, 0.0 + r * uy, z0 + r * uz), (-ux, -uy, -uz), du + rp - r))
+    for e, (x, y, z) in enumerate((E0, E1)):                    # case 2: cylindrical wall
+        if z0 < z < z1 and rho[e] > dr:
+            if rho[e] == 0.0:
+                return None
+            wx, wy = x / rho[e], y / rho[e]
+            rows.append((BODY, float(e), (r * wx, r * wy, z), (-wx, -wy, -0.0), rho[e] + rp - r))
+    if E0[2] >= z1 or E1[2] >= z1:                              # case 3: rim
+        for e, (x, y, z) in enumerate((E0, E1)):
+            lb = math.sqrt((rho[e] - r) * (rho[e] - r) + (z - z1) * (z - z1))
+            if lb < rp * (1 + 1e-9) + 1e-12:
+                phi, d, _ = _rim_one((0.0 - x, 0.0 - y, z1 - z), (0.0, 0.0, 0.0), r, levels)
+                if d < rp:
+                    if d == 0.0:
+                        return None
+                    R = (r * math.cos(phi), r * math.sin(phi), z1)
+                    rows.append((RIM_CAP0 + e, float(e), R, ((x - R[0]) / d, (y - R[1]) / d, (z - R[2]) / d), rp - d))
+        A = [b - a for a, b in zip(E0, E1)]
+        phi, d, sb = _rim_one((0.0 - E0[0], 0.0 - E0[1], z1 - E0[2]), A, r, levels)
+        if d < rp and 0.0 < sb < 1.0:
+            if d == 0.0:
+                return None
+            R = (r * math.cos(phi), r * math.sin(phi), z1)
+            Rp = [a + sb * da for a, da in zip(E0, A)]
+            rows.append((RIM_BODY, sb, R, ((Rp[0] - R[0]) / d, (Rp[1] - R[1]) / d, (Rp[2] - R[2]) / d), rp - d))
+    for e, (x, y, z) in enumerate((E0, E1)):                    # case 4: top face
+        if z - rp < c and z > c - rp - 0.0 and rho[e] >= r and abs(x) <= hole.a / 2 and abs(y) <= hole.b / 2:
+            rows.append((TOP_FACE, float(e), (x, y, c), (0.0, 0.0, 1.0), c - (z - rp)))
+    return rows
+
+
 def _rim(Ea, idx, rpi, rho, r, z1, levels, out) -> None:
     """Rim contacts (RIM_CAP0, RIM_CAP1, RIM_BODY) of the pairs ``idx`` (endpoints Ea (n, 2, 3), hole frame),
     appended to ``out``. A feature is searched only when it can hit: an endpoint's exact distance to the rim
@@ -292,6 +357,27 @@ def _rim(Ea, idx, rpi, rho, r, z1, levels, out) -> None:
         R = ring(phi[hit])
         Rp = A0[hit] + s_b[hit][:, None] * A[hit]
         out.append((idx[hit], s_b[hit], RIM_BODY, R, (Rp - R) / d[hit][:, None], rpi[hit] - d[hit]))
+
+
+def _manifold_one(rows: list, Rh, ph, dedup_tol: float) -> ContactManifold:
+    """ContactManifold of one pair's rows (``_detect_one``), moved to the world as ``detect`` does."""
+    n = len(rows)
+    if n == 0:
+        z = np.zeros((0, 3))
+        return ContactManifold(np.zeros(0, int), np.zeros(0, int), z, z, np.zeros(0), np.zeros(0))
+    pair = np.zeros(n, int)
+    feat = np.array([x[0] for x in rows])
+    s = np.array([x[1] for x in rows])
+    C = np.array([x[2] for x in rows])
+    nrm = np.array([x[3] for x in rows])
+    dep = np.array([x[4] for x in rows])
+    if Rh is not None:
+        C = np.einsum('nij,nj->ni', Rh[pair], C) + ph[pair]
+        nrm = np.einsum('nij,nj->ni', Rh[pair], nrm)
+    if n < 2:
+        return ContactManifold(pair, feat, C, nrm, dep, s)
+    keep = _dedup(pair, s, C, dedup_tol)
+    return ContactManifold(pair[keep], feat[keep], C[keep], nrm[keep], dep[keep], s[keep])
 
 
 def _dedup(pair, s, C, tol) -> np.ndarray:
