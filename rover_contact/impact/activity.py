@@ -34,8 +34,8 @@ def _solve_set(A, b, S):
     A_SS is singular)."""
     p = np.zeros_like(b)
     if S:
-        idx = sorted(S)
-        Ass = A[np.ix_(idx, idx)]
+        idx = np.array(sorted(S))
+        Ass = A[idx][:, idx]
         try:
             x = np.linalg.solve(Ass, -b[idx])
             if not np.all(np.isfinite(x)):

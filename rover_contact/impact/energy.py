@@ -121,9 +121,10 @@ class ImpactResult:
 
 
 def impact(M: np.ndarray, Gamma: np.ndarray | None, Lam: np.ndarray, qd: np.ndarray,
-           rank_tol: float = DEFAULT_RANK_TOL) -> ImpactResult:
+           rank_tol: float = DEFAULT_RANK_TOL, L: np.ndarray | None = None) -> ImpactResult:
     """T, T_c with J_c = [Γ; Λ], T_a = T − T_c, M_eff = (Λ M_c⁻¹ Λᵀ)⁻¹ (B.12), shares
-    T_c,i = ½ v_c,i (M_eff v_c)_i, apparent masses. q̇ is taken as given (project it first)."""
+    T_c,i = ½ v_c,i (M_eff v_c)_i, apparent masses. q̇ is taken as given (project it first). ``L``: M's
+    ``cholesky_upper`` when the caller has it (one factorisation for several calls on the same M)."""
     M = np.asarray(M, float)
     n = M.shape[0]
     qd = np.asarray(qd, float)
@@ -132,7 +133,7 @@ def impact(M: np.ndarray, Gamma: np.ndarray | None, Lam: np.ndarray, qd: np.ndar
     if not np.all(np.isfinite(qd)):
         raise EnergyError('velocity has non-finite entries')
     Jc = np.vstack([G, Lam])
-    L = cholesky_upper(M)
+    L = cholesky_upper(M) if L is None else L
     A = np.linalg.solve(L.T, Jc.T).T
     V, r = row_basis(A, rank_tol)
     u = L @ qd
@@ -160,13 +161,14 @@ def impact(M: np.ndarray, Gamma: np.ndarray | None, Lam: np.ndarray, qd: np.ndar
 
 
 def project_admissible(M: np.ndarray, Gamma: np.ndarray | None, qd: np.ndarray,
-                       rank_tol: float = DEFAULT_RANK_TOL) -> tuple[np.ndarray, float]:
-    """q̇ ← q̇ − M⁻¹Γᵀ(ΓM⁻¹Γᵀ)⁺Γq̇ (M-orthogonal projection onto null(Γ)) and the removed energy [J]."""
+                       rank_tol: float = DEFAULT_RANK_TOL, L: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+    """q̇ ← q̇ − M⁻¹Γᵀ(ΓM⁻¹Γᵀ)⁺Γq̇ (M-orthogonal projection onto null(Γ)) and the removed energy [J]
+    (``L``: M's ``cholesky_upper`` if the caller has it)."""
     qd = np.asarray(qd, float)
     if Gamma is None or np.size(Gamma) == 0:
         return qd.copy(), 0.0
     n = M.shape[0]
-    L = cholesky_upper(M)
+    L = cholesky_upper(M) if L is None else L
     B = np.linalg.solve(L.T, np.asarray(Gamma, float).reshape(-1, n).T).T
     V, _ = row_basis(B, rank_tol)
     u = L @ qd

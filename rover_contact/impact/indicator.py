@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .activity import ground_activity
-from .energy import DEFAULT_RANK_TOL, ImpactResult, impact, project_admissible
+from .energy import DEFAULT_RANK_TOL, ImpactResult, cholesky_upper, impact, project_admissible
 from .geometry import n_in_ros
 
 GROUND_MODES = ('both', 'free', 'rigid')
@@ -54,10 +54,11 @@ def evaluate(model, q: np.ndarray, qd: np.ndarray, beta: float, wheels: list[str
     if not np.all(np.isfinite(qd)) or not np.all(np.isfinite(q)):
         raise ValueError('configuration or velocity is not finite')
     M = model.mass_matrix(q)
+    L = cholesky_upper(M)                         # one factorisation for the projection and both modes
     mech = model.mech_rows()
     residual = 0.0
     if project:
-        qd, residual = project_admissible(M, mech, qd, rank_tol)
+        qd, residual = project_admissible(M, mech, qd, rank_tol, L=L)
     psi = model.heading(q) if heading is None else heading
     lam = model.contact_rows(q, wheels, n_in_ros(beta, psi))
     warnings = []
@@ -66,7 +67,7 @@ def evaluate(model, q: np.ndarray, qd: np.ndarray, beta: float, wheels: list[str
     vc = lam @ qd
     if np.any(vc <= 0):
         warnings.append('a contact wheel is not approaching the obstacle (normal velocity <= 0)')
-    free = impact(M, mech, lam, qd, rank_tol) if ground_mode in ('free', 'both') else None
+    free = impact(M, mech, lam, qd, rank_tol, L=L) if ground_mode in ('free', 'both') else None
     rigid = None
     active = np.zeros(len(model.wheel_names), bool)
     if ground_mode in ('rigid', 'both'):
@@ -74,6 +75,6 @@ def evaluate(model, q: np.ndarray, qd: np.ndarray, beta: float, wheels: list[str
         rows_all = model.ground_rows(q, model.wheel_names, rolling=rolling, kin=False).reshape(-1, per, model.nv)
         active = ground_activity(M, mech, lam, rows_all[:, 0], qd, rank_tol)
         rows = rows_all[active].reshape(-1, model.nv)
-        rigid = impact(M, np.vstack([mech, rows]), lam, qd, rank_tol)
+        rigid = impact(M, np.vstack([mech, rows]), lam, qd, rank_tol, L=L)
     return Indicator(beta=beta, wheels=list(wheels), free=free, rigid=rigid, ground_active=active,
                      residual_energy=residual, ground_mode=ground_mode, warnings=warnings)
