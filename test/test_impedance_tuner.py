@@ -158,6 +158,11 @@ def test_run_bag_writes_the_gain_schedule(tmp_path):
     final = [f for _, f in estimates if f['valid']][-1]
     want = rule_gains(final['stiffness'], final['damping'])
     assert prev == pytest.approx(want, rel=0.06)
+    # estimates of another contact frame are not trusted: no change at all
+    cfg.write_text(yaml.safe_dump({'impedance_tuner': {'ros__parameters': dict(TUNER, estimate_frame='other')}}))
+    other, _, _ = run_bag(str(tmp_path / 'estimates'), str(cfg), progress=False)
+    assert not other.outputs.get('/impedance_tuner/gains') and other.status['impedance_tuner']['refused.not_valid'] \
+        == len(estimates)
     print(f"run-bag: {len(events)} gain changes, final M {prev[0]:.4g} kg zeta {prev[1]:.4g} "
           f"(rule on the last valid estimate: {want[0]:.4g}, {want[1]:.4g}); truth k {sim.stiffness}, "
           f"estimate k {final['stiffness']:.5g}")

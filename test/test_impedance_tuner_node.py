@@ -20,7 +20,8 @@ import yaml
 
 rclpy = pytest.importorskip('rclpy')
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
-from rcl_interfaces.msg import ParameterEvent  # noqa: E402
+from rcl_interfaces.msg import Parameter, ParameterEvent, ParameterValue  # noqa: E402
+from rcl_interfaces.srv import SetParameters  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from std_srvs.srv import SetBool  # noqa: E402
 
@@ -173,6 +174,7 @@ def test_wrong_size_refused_by_the_tuner_and_dry_run_sets_nothing(tmp_path, ros_
         wait_matched([pub])
         assert rec.wait_for(lambda: rec.diag('tuner_bad: tuner').get('refused.request'), 20.0), \
             rec.diag('tuner_bad: tuner')
+        assert rec.wait_for(lambda: rec.diag('tuner_dry: tuner').get('controller_read') == 'True', 10.0)
         for _ in paced([0.05 * i for i in range(60)]):
             pub.publish(fill(ContactEstimate(), est))
         assert rec.wait_for(lambda: len(rec.get('/tuner_dry/gains')) >= 3, 5.0)
@@ -201,3 +203,44 @@ def test_wrong_size_refused_by_the_tuner_and_dry_run_sets_nothing(tmp_path, ros_
     assert rec.diag('tuner_dry: tuner')['mode'] == 'disabled'
     print(f"DDS: wrong-size controller refused by the tuner ({diag['last_refusal']}); dry run published "
           f'{len(dry)} would-set events, controller untouched')
+
+
+def test_a_gain_changed_by_hand_restarts_the_slew_from_it(tmp_path, ros_context):
+    ctrl = start_standin('ctrl_hand')
+    tuner = start_tuner(tmp_path, 'tuner_hand', controller_name='/ctrl_hand', slew_rate=2.0)
+    rec = Recorder({'/parameter_events': ParameterEvent, '/diagnostics': DiagnosticArray})
+    pub_node = Node('tuner_test_publisher3')
+    pub = pub_node.create_publisher(ContactEstimate, '/contact_estimator/estimate', output_qos())
+    est = fill(ContactEstimate(), {'stiffness': 4800.0, 'damping': 200.0, 'valid': True, 'status': 'ok',
+                                   'damping_identifiable': True})
+    want = rule_gains(4800.0, 200.0)
+    try:
+        wait_matched([pub])
+        for _ in paced([0.05 * i for i in range(60)]):                      # 3 s: converge (slew 2/s)
+            pub.publish(est)
+        assert rec.wait_for(lambda: rec.sets('/ctrl_hand') and
+                            abs(_z(rec.sets('/ctrl_hand')[-1][1])[0] / want[0] - 1) < 0.06, 5.0)
+        setp = pub_node.create_client(SetParameters, '/ctrl_hand/set_parameters')
+        assert setp.wait_for_service(timeout_sec=5.0)
+        hand = Parameter(name='admittance.mass', value=ParameterValue(
+            type=8, double_array_value=[8.0, 8.0, 80.0, 1.0, 1.0, 1.0]))
+        t_hand = time.monotonic()
+        assert call_service(pub_node, setp, SetParameters.Request(parameters=[hand])).results[0].successful
+        for _ in paced([0.05 * i for i in range(60)]):                      # 3 s more of the same estimate
+            pub.publish(est)
+        time.sleep(0.5)
+    finally:
+        pub_node.destroy_node()
+        tuner_log = stop(tuner)
+        stop(ctrl)
+        rec.close()
+    after = [(t, _z(a)[0]) for t, a in rec.sets('/ctrl_hand') if t > t_hand]
+    assert after and after[0][1] == 80.0, after[:3]                          # the hand change itself
+    moved = [m for _, m in after[1:]]
+    if moved and moved[-1] == TUNER['safe_mass']:                             # the revert after the last estimate
+        moved = moved[:-1]
+    assert moved and moved[0] < 80.0 and moved[0] >= 80.0 * (1 - 2.0 * 0.5), (moved[:3], tuner_log)
+    assert all(b <= a for a, b in zip(moved, moved[1:])) and moved[-1] == pytest.approx(want[0], rel=0.06)
+    assert int(rec.diag('tuner_hand: tuner')['resynced']) >= 1
+    print(f'DDS: mass set by hand to 80 kg; the tuner read it back and slewed down from it to {moved[-1]:.4g} kg '
+          f'in {len(moved)} steps')

@@ -17,6 +17,8 @@ PARAMS: list[ParamSpec] = [
               'lifecycle manager (~/change_state).'),
     ParamSpec('estimate_topic', 'contact_estimator/estimate',
               'contact_dynamics/ContactEstimate input (the estimator\'s trusted estimate).'),
+    ParamSpec('estimate_frame', '', "The contact frame the estimates must name (header.frame_id); another "
+              "frame counts as an untrusted estimate ('': any)."),
     ParamSpec('controller_name', 'admittance_controller', 'The admittance_controller node whose '
               'parameters are set (its <name>/set_parameters and <name>/get_parameters services).',
               check=lambda v: None if v.strip() else 'must name a node'),
@@ -58,6 +60,9 @@ PARAMS: list[ParamSpec] = [
               low_open=True, unit='s'),
     ParamSpec('invalid_timeout', 5.0, 'Only untrusted estimates for this long: revert to the safe gains '
               '(0: hold the last good gains indefinitely).', low=0.0, unit='s'),
+    ParamSpec('resync_period', 1.0, 'Every this long the controller\'s gains are read back; a value changed by '
+              'someone else becomes the start of the slew limit (counted resynced).', low=0.0, low_open=True,
+              unit='s'),
     ParamSpec('service_timeout', 1.0, 'Time allowed to a controller service call before it counts as failed.',
               low=0.0, low_open=True, unit='s'),
     # --- controller arrays where the controller cannot be read (run-bag, dry run without a controller) ---

@@ -42,6 +42,8 @@ class ImpedanceTunerNode(EstimatorNode):
         self.scheduler = None
         self.pub = None
         self._pending: tuple[float, object] | None = None      # (wall start, future) of the call in flight
+        self._last_sync = time.monotonic()
+        self._controller_read = False                           # the controller answered get_parameters once
         self.create_service(SetBool, '~/enable', self._on_enable)
 
     # ------------------------------------------------------------------ lifecycle
@@ -69,6 +71,12 @@ class ImpedanceTunerNode(EstimatorNode):
     def _on_estimate(self, msg: ContactEstimate) -> None:
         if not self.active or self.scheduler is None:
             return
+        frame = self.params['estimate_frame']
+        if frame and msg.header.frame_id != frame:
+            self.scheduler.observe(EstimateSample(self.now_s(), msg.stiffness, msg.damping, False,
+                                                  msg.damping_identifiable,
+                                                  f"frame '{msg.header.frame_id}' is not estimate_frame '{frame}'"))
+            return
         self.scheduler.observe(EstimateSample(self.now_s(), msg.stiffness, msg.damping, msg.valid,
                                               msg.damping_identifiable, msg.status))
 
@@ -92,6 +100,13 @@ class ImpedanceTunerNode(EstimatorNode):
         if self.scheduler.applied is None:           # the slew limit starts from the controller's own values
             self._sync()
             return
+        now = time.monotonic()
+        if (not self.params['dry_run'] or not self._controller_read) and \
+                now - self._last_sync > self.params['resync_period']:
+            self._last_sync = now                    # a change made by someone else is seen while settled too
+            if self.get_client.service_is_ready():
+                self._sync()
+                return
         proposal = self.scheduler.step(self.now_s())
         if proposal is None:
             return
@@ -127,10 +142,28 @@ class ImpedanceTunerNode(EstimatorNode):
         if reason:
             self._refuse('request', reason)
             return
-        self.scheduler.applied = tuple(float(current[n][self.index]) for n in GAINS)
-        self.get_logger().info(f"controller '{self.params['controller_name']}' axis {self.params['axis']}: "
-                               f'M {self.scheduler.applied[0]:g} kg, zeta {self.scheduler.applied[1]:g}, '
-                               f'K {self.scheduler.applied[2]:g} N/m')
+        first = self.scheduler.applied is None or not self._controller_read
+        if not self._controller_read:                # a dry run's offline_* start replaced by the real values
+            self.scheduler.applied = None
+        self._controller_read = True
+        self._resync(tuple(float(current[n][self.index]) for n in GAINS))
+        if first:
+            a = self.scheduler.applied
+            self.get_logger().info(f"controller '{self.params['controller_name']}' axis {self.params['axis']}: "
+                                   f'M {a[0]:g} kg, zeta {a[1]:g}, K {a[2]:g} N/m')
+
+    def _resync(self, actual: tuple) -> bool:
+        """Take the controller's actual axis gains as the applied state when they differ from what the tuner
+        set (someone else changed them): the slew limit restarts from them. True when they differed."""
+        applied = self.scheduler.applied
+        if applied is not None and all(abs(a - b) <= 1e-9 * max(abs(b), 1.0) for a, b in zip(actual, applied)):
+            return False
+        self.scheduler.applied = actual
+        if applied is not None:
+            self.scheduler.counts['resynced'] += 1
+            self.get_logger().warning(f'controller axis gains changed outside the tuner: M {actual[0]:g} kg, '
+                                      f'zeta {actual[1]:g}, K {actual[2]:g} N/m; slew restarts from them')
+        return True
 
     def _values(self, future) -> dict | None:
         """The controller's arrays from a GetParameters answer ({name: list}); None (refusal counted) on a
@@ -163,6 +196,10 @@ class ImpedanceTunerNode(EstimatorNode):
         if reason:
             self._refuse('request', reason)
             return
+        if apply and proposal.kind != 'revert':
+            actual = tuple(float(current[n][self.index]) for n in GAINS)
+            if self._resync(actual):
+                return
         if not apply:
             self._applied(proposal, arrays)
             return
@@ -204,6 +241,7 @@ class ImpedanceTunerNode(EstimatorNode):
         s, p = self.scheduler, self.params
         mode = 'disabled' if not p['enabled'] else ('dry run' if p['dry_run'] else 'applying')
         values = {'controller': p['controller_name'], 'axis': p['axis'], 'mode': mode,
+                  'controller_read': self._controller_read,
                   'last_change': s.last_reason, 'last_refusal': s.last_refusal, **s.figures()}
         values.update(self.cost.figures())
         level = OK if mode == 'applying' and s.state in ('settled', 'tracking') else WARN

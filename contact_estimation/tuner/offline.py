@@ -41,7 +41,12 @@ class OfflineImpedanceTuner(OfflineNodeBase):
         log, kbm, flags = cols['log_ns'][sl], cols['kbm'][sl], cols['flags'][sl]
         statuses = cols.get('statuss')
         statuses = statuses[sl] if statuses is not None else [cols.get('status', '')] * len(log)
-        for t, (k, b, _), (valid, ident), st in zip(log, kbm, flags, statuses):
+        frames = cols.get('frame_ids')
+        frames = frames[sl] if frames is not None else [cols.get('frame_id', '')] * len(log)
+        want = self.params['estimate_frame']
+        for t, (k, b, _), (valid, ident), st, fr in zip(log, kbm, flags, statuses, frames):
+            if want and fr != want:                  # as the live node: another frame is not trusted
+                valid, st = False, f"frame '{fr}' is not estimate_frame '{want}'"
             self._queue.append(EstimateSample(float(t) * 1e-9, float(k), float(b), bool(valid), bool(ident), st))
 
     def tick(self, now_ns: int) -> list[tuple[str, str, dict]]:
