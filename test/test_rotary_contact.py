@@ -339,3 +339,14 @@ def test_live_node_over_dds_on_a_played_sea_bag(tmp_path, ros_context):
         assert msg.valid and abs(msg.stiffness / k_fit - 1) <= 0.01, (topic, msg.stiffness, k_fit, msg.status)
         ex = {e.key: e.value for e in msg.extras}
         assert (ex['contact_type'], ex['units.stiffness']) == ('revolute', 'N*m/rad'), ex
+
+
+@pytest.mark.ros
+def test_node_refuses_a_revolute_contact_without_a_torque():
+    """The live node stops at start (exit 2) with the one-line reason."""
+    pytest.importorskip('rclpy')
+    from ros_harness import ROOT, run_to_exit
+    returncode, log = run_to_exit('contact_estimation.single_point.node', '--params-file',
+                                  str(ROOT / 'config' / 'contact_estimator.yaml'), '-p', 'contact_type:=revolute')
+    assert returncode == 2, log
+    assert 'contact_type revolute needs a torque: set force_source wrench_torque' in log, log
