@@ -19,7 +19,8 @@ import rclpy
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.node import Node
 
-BOUNDS = {'admittance.mass': (1e-4, 1e6), 'admittance.stiffness': (0.0, 1e8), 'admittance.damping_ratio': None}
+BOUNDS = {'admittance.mass': (1e-4, 1e6), 'admittance.stiffness': (0.0, 1e8),
+          'admittance.damping_ratio': None}
 
 
 class StandinAdmittanceController(Node):

@@ -8,9 +8,6 @@ M xdd + (D + b_e) xd + (K + k_e) x = 0 with the controller's own D = 2 zeta sqrt
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
-import time
 
 import numpy as np
 import pytest
@@ -18,7 +15,7 @@ import yaml
 
 from contact_dynamics_common.cli import run_bag
 from contact_estimation.single_point.simulate import KelvinVoigt1Dof, write_bag
-from contact_estimation.tuner.admittance_params import check_array, request_arrays
+from contact_estimation.tuner.admittance_params import GAINS, check_array, request_arrays
 from contact_estimation.tuner.rule import GainBounds, RuleConfig, admittance_gains
 from contact_estimation.tuner.scheduler import EstimateSample, GainScheduler, SafetyConfig
 
@@ -79,7 +76,8 @@ def test_request_check_refuses_what_the_controller_would():
     for cur, words in bad:
         arrays, reason = request_arrays(cur, 2, (20.0, 3.0, 200.0))
         assert arrays is None and words in reason, reason
-    for gains, words in (((0.0, 1.0, 200.0), 'below'), ((20.0, 1.0, 2e8), 'above'), ((math.nan, 1, 1), 'finite')):
+    for gains, words in (((0.0, 1.0, 200.0), 'below'), ((20.0, 1.0, 2e8), 'above'),
+                         ((math.nan, 1, 1), 'finite')):
         arrays, reason = request_arrays(current, 2, gains)
         assert arrays is None and words in reason, reason
     assert check_array('admittance.selected_axes', [1, 1, 1, 1, 1, 1]) is not None
@@ -117,7 +115,8 @@ def test_scheduler_slew_hysteresis_hold_and_revert():
     held = s.applied
     for i in range(10):                                       # untrusted estimates: hold
         t += dt
-        assert s.observe(EstimateSample(t, 100.0, 1.0, False, True, 'not excited')) == 'estimate not valid: not excited'
+        reason = s.observe(EstimateSample(t, 100.0, 1.0, False, True, 'not excited'))
+        assert reason == 'estimate not valid: not excited'
         assert s.step(t) is None and s.state == 'hold' and s.applied == held
     p = s.step(t + 1.01)                                      # lost: revert to the safe gains at once
     assert p.kind == 'revert' and p.gains == (12.0, 2.5, 300.0)
@@ -148,7 +147,7 @@ def test_run_bag_writes_the_gain_schedule(tmp_path):
         assert ev['node'] == '/admittance_controller'
         arrays = {p['name']: p['value']['double_array_value'] for p in ev['changed_parameters']}
         assert all(len(a) == 6 for a in arrays.values())
-        g = (arrays['admittance.mass'][2], arrays['admittance.damping_ratio'][2], arrays['admittance.stiffness'][2])
+        g = tuple(arrays[n][2] for n in GAINS)
         assert 0.5 <= g[0] <= 200 and 0.3 <= g[1] <= 20 and 1 <= g[2] <= 1e4
         if prev_t is not None:
             dt = (log_ns - prev_t) * 1e-9
@@ -159,10 +158,11 @@ def test_run_bag_writes_the_gain_schedule(tmp_path):
     want = rule_gains(final['stiffness'], final['damping'])
     assert prev == pytest.approx(want, rel=0.06)
     # estimates of another contact frame are not trusted: no change at all
-    cfg.write_text(yaml.safe_dump({'impedance_tuner': {'ros__parameters': dict(TUNER, estimate_frame='other')}}))
+    other_frame = dict(TUNER, estimate_frame='other')
+    cfg.write_text(yaml.safe_dump({'impedance_tuner': {'ros__parameters': other_frame}}))
     other, _, _ = run_bag(str(tmp_path / 'estimates'), str(cfg), progress=False)
-    assert not other.outputs.get('/impedance_tuner/gains') and other.status['impedance_tuner']['refused.not_valid'] \
-        == len(estimates)
+    assert not other.outputs.get('/impedance_tuner/gains')
+    assert other.status['impedance_tuner']['refused.not_valid'] == len(estimates)
     print(f"run-bag: {len(events)} gain changes, final M {prev[0]:.4g} kg zeta {prev[1]:.4g} "
           f"(rule on the last valid estimate: {want[0]:.4g}, {want[1]:.4g}); truth k {sim.stiffness}, "
           f"estimate k {final['stiffness']:.5g}")

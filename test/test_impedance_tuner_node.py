@@ -31,6 +31,7 @@ from contact_dynamics_common.ros.env import isolated_ros_env  # noqa: E402
 from contact_dynamics_common.ros.fill import fill  # noqa: E402
 from contact_dynamics_common.ros.qos import output_qos  # noqa: E402
 from contact_estimation.single_point.simulate import KelvinVoigt1Dof, write_bag  # noqa: E402
+from contact_estimation.tuner.admittance_params import GAINS  # noqa: E402
 
 from ros_harness import ROOT, Listener, call_service, paced, start_node, stop, wait_matched  # noqa: E402
 from test_impedance_tuner import ESTIMATOR_CONFIG, TUNER, rule_gains  # noqa: E402
@@ -42,10 +43,10 @@ STANDIN_DEFAULT = {'admittance.mass': [8.0, 8.0, 8.0, 1.0, 1.0, 1.0], 'admittanc
 
 
 def start_standin(name: str, *extra: str) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, str(ROOT / 'test' / 'admittance_standin.py'), *extra, '--ros-args',
-                             '-r', f'__node:={name}'], env=isolated_ros_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, cwd=ROOT)
-    return proc
+    cmd = [sys.executable, str(ROOT / 'test' / 'admittance_standin.py'), *extra, '--ros-args', '-r',
+           f'__node:={name}']
+    return subprocess.Popen(cmd, env=isolated_ros_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, cwd=ROOT)
 
 
 def start_tuner(tmp_path, name: str, **params) -> subprocess.Popen:
@@ -92,7 +93,7 @@ def _estimates(tmp_path) -> list[dict]:
 
 
 def _z(arrays: dict) -> tuple[float, float, float]:
-    return arrays['admittance.mass'][2], arrays['admittance.damping_ratio'][2], arrays['admittance.stiffness'][2]
+    return tuple(arrays[n][2] for n in GAINS)
 
 
 def test_tuner_follows_a_converging_recording_holds_and_reverts(tmp_path, ros_context):
@@ -119,8 +120,8 @@ def test_tuner_follows_a_converging_recording_holds_and_reverts(tmp_path, ros_co
         end_b = time.monotonic()
         # C: silence: revert after loss_timeout (1 s)
         safe = (TUNER['safe_mass'], TUNER['safe_damping_ratio'], TUNER['safe_stiffness'])
-        assert rec.wait_for(lambda: any(_z(a) == safe for _, a in rec.sets('/admittance_controller')), 10.0), \
-            'no revert to the safe gains'
+        reverted = lambda: any(_z(a) == safe for _, a in rec.sets('/admittance_controller'))  # noqa: E731
+        assert rec.wait_for(reverted, 10.0), 'no revert to the safe gains'
         time.sleep(1.5)                                       # a diagnostics period after the revert
     finally:
         pub_node.destroy_node()
@@ -151,10 +152,12 @@ def test_tuner_follows_a_converging_recording_holds_and_reverts(tmp_path, ros_co
     reverts = [t for t, a in sets if _z(a) == safe]
     assert len(reverts) == 1 and reverts[0] - end_b >= TUNER['loss_timeout'] - 0.2, (reverts, end_b)
     diag = rec.diag('impedance_tuner: tuner')
-    assert int(diag['refused.not_valid']) >= 30 and diag['reverts'] == '1' and diag['state'] == 'reverted', diag
+    assert int(diag['refused.not_valid']) >= 30, diag
+    assert diag['reverts'] == '1' and diag['state'] == 'reverted', diag
     gains_topic = rec.get('/impedance_tuner/gains')
     assert 3 * len(gains_topic) == len(sets), 'every applied request (3 arrays) is published on ~/gains'
-    print(f'DDS: {len(a_sets) // 3} requests while converging, final z M {prev[0]:.4g} kg zeta {prev[1]:.4g} K '
+    print(f'DDS: {len(a_sets) // 3} requests while converging, final z M {prev[0]:.4g} kg '
+          f'zeta {prev[1]:.4g} K '
           f'{prev[2]:.4g} (rule {want[0]:.4g}, {want[1]:.4g}); 0 changes on 30 untrusted estimates; revert '
           f'{reverts[0] - end_b:.2f} s after the last message; refused.not_valid {diag["refused.not_valid"]}')
 
@@ -237,10 +240,11 @@ def test_a_gain_changed_by_hand_restarts_the_slew_from_it(tmp_path, ros_context)
     after = [(t, _z(a)[0]) for t, a in rec.sets('/ctrl_hand') if t > t_hand]
     assert after and after[0][1] == 80.0, after[:3]                          # the hand change itself
     moved = [m for _, m in after[1:]]
-    if moved and moved[-1] == TUNER['safe_mass']:                             # the revert after the last estimate
+    if moved and moved[-1] == TUNER['safe_mass']:            # the revert after the last estimate
         moved = moved[:-1]
     assert moved and moved[0] < 80.0 and moved[0] >= 80.0 * (1 - 2.0 * 0.5), (moved[:3], tuner_log)
     assert all(b <= a for a, b in zip(moved, moved[1:])) and moved[-1] == pytest.approx(want[0], rel=0.06)
     assert int(rec.diag('tuner_hand: tuner')['resynced']) >= 1
-    print(f'DDS: mass set by hand to 80 kg; the tuner read it back and slewed down from it to {moved[-1]:.4g} kg '
+    print(f'DDS: mass set by hand to 80 kg; the tuner read it back and slewed down from it to '
+          f'{moved[-1]:.4g} kg '
           f'in {len(moved)} steps')

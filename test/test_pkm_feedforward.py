@@ -1,5 +1,5 @@
-"""pkm_feedforward (issue 18 item 2): the feed-forward of a desired strut trajectory equals the model's inverse
-dynamics with theta-hat (the full-tensor ``dynamics.inverse_dynamics``, no regressor: an independent
+"""pkm_feedforward (issue 18 item 2): the feed-forward of a desired strut trajectory equals the model's
+inverse dynamics with theta-hat (the full-tensor ``dynamics.inverse_dynamics``, no regressor: an independent
 computation), and the measured force of a simulated run lies within the sigma band built from theta's
 covariance; unidentified parameters take their configured values and say so. Over DDS: the node's commands.
 """
@@ -11,7 +11,7 @@ import pytest
 from pkm_identification import dynamics as D
 from pkm_identification import kinematics as K
 from pkm_identification import records as RC
-from pkm_identification.calibration import STRUTS, Plant, identify_plant
+from pkm_identification.calibration import Plant, identify_plant
 from pkm_identification.feedforward.model import TrajectorySampler, feedforward, parameters_for, pose_rates
 from pkm_identification.geometry import INERTIA_NAMES_12, load_machine
 
@@ -33,11 +33,11 @@ def run():
     rng = np.random.default_rng(4)
     noise = 0.005 * float(np.sqrt((rec.F ** 2).mean()))
     Fm = rec.F + rng.normal(0.0, noise, rec.F.shape)
-    plant = Plant(m, m.theta12(), rec.truth, 'multisine', 1_000_000_000 + np.round(rec.t * 1e9).astype(np.int64),
-                  rec.L, rec.Ld, Fm, 0.0, {})
+    stamps = 1_000_000_000 + np.round(rec.t * 1e9).astype(np.int64)
+    plant = Plant(m, m.theta12(), rec.truth, 'multisine', stamps, rec.L, rec.Ld, Fm, 0.0, {})
     est, _ = identify_plant(plant, rec.truth * 1.3)
-    estimate = {'names': list(est.names), 'values': list(est.values), 'covariance': list(np.ravel(est.covariance)),
-                'flags': list(est.flags), 'valid': est.valid}
+    estimate = {'names': list(est.names), 'values': list(est.values),
+                'covariance': list(np.ravel(est.covariance)), 'flags': list(est.flags), 'valid': est.valid}
     return m, rec, Fm, noise, estimate
 
 
@@ -45,7 +45,8 @@ def test_feedforward_equals_inverse_dynamics_with_theta_hat(run):
     m, rec, _, _, estimate = run
     assert estimate['valid']
     params = parameters_for(dict(zip(D.BASE_NAMES, rec.truth)), 0.5, estimate)
-    # the desired trajectory: every 20 ms of the run as JointTrajectory points (positions, velocities, accelerations)
+    # the desired trajectory: every 20 ms of the run as JointTrajectory points (positions, velocities,
+    # accelerations)
     sm = K.strut_motion(K.pose(m, rec.q), rec.qd, rec.qdd)
     knots = slice(0, len(rec.t), 20)
     sampler = TrajectorySampler(rec.t[knots], rec.L[knots], sm.Ld[knots], sm.Ldd[knots])
@@ -69,7 +70,8 @@ def test_feedforward_equals_inverse_dynamics_with_theta_hat(run):
 def test_measured_force_within_the_sigma_band(run):
     m, rec, Fm, noise, estimate = run
     params = parameters_for(dict(zip(D.BASE_NAMES, rec.truth * 1.3)), 0.5, estimate)
-    L, Ld, Ldd = rec.L, *[getattr(K.strut_motion(K.pose(m, rec.q), rec.qd, rec.qdd), a) for a in ('Ld', 'Ldd')]
+    sm = K.strut_motion(K.pose(m, rec.q), rec.qd, rec.qdd)
+    L, Ld, Ldd = rec.L, sm.Ld, sm.Ldd
     F, sigma = feedforward(m, params, *pose_rates(m, L, Ld, Ldd)[:3])
     z = (Fm - F) / np.sqrt(sigma ** 2 + noise ** 2)
     inside2 = float(np.mean(np.abs(z) < 2.0))
@@ -77,17 +79,19 @@ def test_measured_force_within_the_sigma_band(run):
     # the band is the parameters' own: the model error it covers is real (truth vs estimate)
     F_true = D.inverse_dynamics(m, m.theta12(), rec.q, rec.qd, rec.qdd)
     z_model = (F_true - F) / np.maximum(sigma, 1e-12)
-    print(f'sigma band: {100 * inside2:.1f} % of measured forces within 2 sigma (max |z| {np.max(np.abs(z)):.2f}); '
+    print(f'sigma band: {100 * inside2:.1f} % of measured forces within 2 sigma '
+          f'(max |z| {np.max(np.abs(z)):.2f}); '
           f'model error within {np.mean(np.abs(z_model) < 2) * 100:.1f} % at 2 sigma_theta; '
-          f'sigma_theta median {np.median(sigma):.3g} N, noise {noise:.3g} N; configured: {params.configured()}')
+          f'sigma_theta median {np.median(sigma):.3g} N, noise {noise:.3g} N; '
+          f'configured: {params.configured()}')
     assert np.mean(np.abs(z_model) < 3.0) >= 0.9
 
 
 def test_unidentified_parameters_take_configured_values():
     conf = dict(zip(D.BASE_NAMES, [1.0, 2.0, 3.0, 0.1, 0.2, 0.3, 0.01, 0.02]))
     est = {'names': list(D.BASE_NAMES), 'values': [9.0] * 8, 'covariance': list(np.eye(8).ravel() * 0.01),
-           'flags': ['identified', 'converging', 'not_excited', 'prior_only', 'identified', 'never_identifiable',
-                     'identified', 'identified'], 'valid': True}
+           'flags': ['identified', 'converging', 'not_excited', 'prior_only', 'identified',
+                     'never_identifiable', 'identified', 'identified'], 'valid': True}
     p = parameters_for(conf, 0.5, est)
     assert list(p.theta) == [9.0, 9.0, 3.0, 0.1, 9.0, 0.3, 9.0, 9.0]
     assert p.configured() == ['m_p', 'Ixxp', 'Izzp']
@@ -109,7 +113,7 @@ def test_node_over_dds_publishes_the_commands(ros_context):
 
     from contact_dynamics.msg import ParameterEstimate
     from contact_dynamics_common.ros.qos import output_qos
-    from ros_harness import Listener, paced, start_node, stop, wait_matched
+    from ros_harness import Listener, start_node, stop, wait_matched
 
     m = load_machine('uf_like')
     theta = D.base_from_12(m.theta12()) * 1.1
@@ -150,7 +154,8 @@ def test_node_over_dds_publishes_the_commands(ros_context):
     cmds = np.array([c.data for c in listener.get('/effort_controller/commands')])
     sig = np.array([c.data for c in listener.get('/pkm_feedforward/force_sigma')])
     assert len(cmds) >= 25, log
-    th12 = theta12_of(np.r_[theta[:6], D.base_from_12(m.theta12())[6:]])   # not-excited struts: configured (CAD)
+    # the not-excited strut inertias take their configured (CAD) values
+    th12 = theta12_of(np.r_[theta[:6], D.base_from_12(m.theta12())[6:]])
     want = D.inverse_dynamics(m, th12, rec.q[:951], rec.qd[:951], rec.qdd[:951])
     # each command is the model at some time of the move: its distance to the nearest model sample is small
     dist = np.min(np.max(np.abs(cmds[:-1, None, :] - want[None, :, :]), axis=2), axis=1)

@@ -35,7 +35,7 @@ def test_trajectory_reaches_the_posture_within_the_velocity_limits(scale):
     vmax = _dense_velocity(tr).max(axis=0)
     lim = np.array([scale * limits[j] for j in tr.joint_names])
     assert np.all(vmax <= lim * (1 + 1e-6)), (vmax, lim)
-    assert np.max(vmax / lim) > 0.99                      # the slowest-allowed joint uses its limit: no idling
+    assert np.max(vmax / lim) > 0.99                # the slowest-allowed joint uses its limit: no idling
 
 
 def test_velocity_limits_come_from_the_urdf():
@@ -47,7 +47,8 @@ def test_velocity_limits_come_from_the_urdf():
                                              'posture_evaluator').items() if k != 'use_sim_time'}
     model = load_model(validate_all(PARAMS, raw))
     text = (config_dir() / 'rover_pr3d.urdf').read_text()
-    assert 'name="body_lift_joint"' in text and 'velocity="10"' in text.split('name="body_lift_joint"')[1][:400]
+    lift = text.split('name="body_lift_joint"')[1][:400]
+    assert 'velocity="10"' in lift
     assert velocity_limits(model, ['body_lift_joint']) == {'body_lift_joint': 10.0}
     with pytest.raises(ValueError):
         velocity_limits(model, ['nope'])
@@ -133,7 +134,8 @@ def test_posture_evaluator_publishes_the_chosen_posture_over_dds(ros_context):
         time.sleep(0.5)
         assert len(listener.get(traj)) == 1
         speeds = listener.get('/posture_evaluator/approach_speed_limit')
-        diag = listener.wait_for(lambda: 'command.executing' in listener.diag('posture_evaluator: evaluator'), 3)
+        diag = listener.wait_for(
+            lambda: 'command.executing' in listener.diag('posture_evaluator: evaluator'), 3)
     finally:
         node.destroy_node()
         log = stop(proc)
@@ -142,7 +144,8 @@ def test_posture_evaluator_publishes_the_chosen_posture_over_dds(ros_context):
     assert list(msg.joint_names) == ['body_lift_joint']
     t = np.array([p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in msg.points])
     q = np.array([p.positions[0] for p in msg.points])
-    assert q[-1] == pytest.approx(chosen, abs=1e-12) and q[0] == pytest.approx(0.0, abs=1e-12)  # held joints at 0
+    assert q[-1] == pytest.approx(chosen, abs=1e-12)
+    assert q[0] == pytest.approx(0.0, abs=1e-12)           # from the measured position
     v = np.array([p.velocities[0] for p in msg.points])
     a = np.array([p.accelerations[0] for p in msg.points])
     pad = lambda x: np.hstack([x[:, None], np.zeros((len(x), 5))])          # noqa: E731

@@ -81,7 +81,8 @@ def check_array(name: str, value) -> str | None:
 
 
 def check_request(values: dict) -> str | None:
-    """None when every array of ``values`` ({name: sequence}) passes ``check_array``, else the first reason."""
+    """None when every array of ``values`` ({name: sequence}) passes ``check_array``, else the first
+    reason."""
     for name, value in values.items():
         reason = check_array(name, value)
         if reason:

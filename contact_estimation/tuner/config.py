@@ -27,8 +27,10 @@ PARAMS: list[ParamSpec] = [
               choices=AXES),
     ParamSpec('enabled', True, 'Apply gains; false: observe and publish what it would do but set nothing '
               '(also ~/enable, std_srvs/SetBool).', dynamic=True),
-    ParamSpec('dry_run', False, 'Never call the controller: publish on ~/gains what would be set.', dynamic=True),
-    ParamSpec('publish_rate', 10.0, 'Decision rate (ticks of the scheduler).', low=0.1, high=1000.0, unit='Hz'),
+    ParamSpec('dry_run', False, 'Never call the controller: publish on ~/gains what would be set.',
+              dynamic=True),
+    ParamSpec('publish_rate', 10.0, 'Decision rate (ticks of the scheduler).', low=0.1, high=1000.0,
+              unit='Hz'),
     # --- rule ---
     ParamSpec('bandwidth_hz', 2.0, 'Target closed-loop natural frequency f_c of the admittance against the '
               'environment: M = (K + k_e) / (2 pi f_c)^2.', low=0.0, low_open=True, high=1000.0, unit='Hz'),
@@ -60,8 +62,9 @@ PARAMS: list[ParamSpec] = [
               low_open=True, unit='s'),
     ParamSpec('invalid_timeout', 5.0, 'Only untrusted estimates for this long: revert to the safe gains '
               '(0: hold the last good gains indefinitely).', low=0.0, unit='s'),
-    ParamSpec('resync_period', 1.0, 'Every this long the controller\'s gains are read back; a value changed by '
-              'someone else becomes the start of the slew limit (counted resynced).', low=0.0, low_open=True,
+    ParamSpec('resync_period', 1.0, 'Every this long the controller\'s gains are read back; a value '
+              'changed by someone else becomes the start of the slew limit (counted resynced).', low=0.0,
+              low_open=True,
               unit='s'),
     ParamSpec('service_timeout', 1.0, 'Time allowed to a controller service call before it counts as failed.',
               low=0.0, low_open=True, unit='s'),

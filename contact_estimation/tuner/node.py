@@ -60,8 +60,9 @@ class ImpedanceTunerNode(EstimatorNode):
             self.set_client = self.create_client(SetParameters, f'{ctrl}/set_parameters')
             self.create_subscription(ContactEstimate, p['estimate_topic'], self._on_estimate, output_qos())
             self.pub = self.create_lifecycle_publisher(ParameterEvent, '~/gains', output_qos())
-        self.get_logger().info(f"tuning axis {p['axis']} of '{p['controller_name']}' from {p['estimate_topic']}"
-                               f"{' (dry run)' if p['dry_run'] else ''}{'' if p['enabled'] else ' (disabled)'}")
+        mode = (' (dry run)' if p['dry_run'] else '') + ('' if p['enabled'] else ' (disabled)')
+        self.get_logger().info(f"tuning axis {p['axis']} of '{p['controller_name']}' from "
+                               f"{p['estimate_topic']}{mode}")
 
     def reset_estimation(self) -> None:
         if self.scheduler is not None:
@@ -73,9 +74,9 @@ class ImpedanceTunerNode(EstimatorNode):
             return
         frame = self.params['estimate_frame']
         if frame and msg.header.frame_id != frame:
+            why = f"frame '{msg.header.frame_id}' is not estimate_frame '{frame}'"
             self.scheduler.observe(EstimateSample(self.now_s(), msg.stiffness, msg.damping, False,
-                                                  msg.damping_identifiable,
-                                                  f"frame '{msg.header.frame_id}' is not estimate_frame '{frame}'"))
+                                                  msg.damping_identifiable, why))
             return
         self.scheduler.observe(EstimateSample(self.now_s(), msg.stiffness, msg.damping, msg.valid,
                                               msg.damping_identifiable, msg.status))
@@ -92,8 +93,8 @@ class ImpedanceTunerNode(EstimatorNode):
             start, _ = self._pending
             if time.monotonic() - start > self.params['service_timeout']:
                 self._pending = None
-                self._refuse('timeout', f"controller '{self.params['controller_name']}' did not answer within "
-                                        f"{self.params['service_timeout']:g} s")
+                self._refuse('timeout', f"controller '{self.params['controller_name']}' did not answer "
+                                        f"within {self.params['service_timeout']:g} s")
             return
         if not self.params['enabled']:
             return
@@ -149,14 +150,15 @@ class ImpedanceTunerNode(EstimatorNode):
         self._resync(tuple(float(current[n][self.index]) for n in GAINS))
         if first:
             a = self.scheduler.applied
-            self.get_logger().info(f"controller '{self.params['controller_name']}' axis {self.params['axis']}: "
-                                   f'M {a[0]:g} kg, zeta {a[1]:g}, K {a[2]:g} N/m')
+            self.get_logger().info(f"controller '{self.params['controller_name']}' axis "
+                                   f"{self.params['axis']}: M {a[0]:g} kg, zeta {a[1]:g}, K {a[2]:g} N/m")
 
     def _resync(self, actual: tuple) -> bool:
         """Take the controller's actual axis gains as the applied state when they differ from what the tuner
         set (someone else changed them): the slew limit restarts from them. True when they differed."""
         applied = self.scheduler.applied
-        if applied is not None and all(abs(a - b) <= 1e-9 * max(abs(b), 1.0) for a, b in zip(actual, applied)):
+        if applied is not None and all(abs(a - b) <= 1e-9 * max(abs(b), 1.0)
+                                       for a, b in zip(actual, applied)):
             return False
         self.scheduler.applied = actual
         if applied is not None:

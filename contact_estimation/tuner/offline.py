@@ -47,7 +47,8 @@ class OfflineImpedanceTuner(OfflineNodeBase):
         for t, (k, b, _), (valid, ident), st, fr in zip(log, kbm, flags, statuses, frames):
             if want and fr != want:                  # as the live node: another frame is not trusted
                 valid, st = False, f"frame '{fr}' is not estimate_frame '{want}'"
-            self._queue.append(EstimateSample(float(t) * 1e-9, float(k), float(b), bool(valid), bool(ident), st))
+            self._queue.append(EstimateSample(float(t) * 1e-9, float(k), float(b), bool(valid), bool(ident),
+                                              st))
 
     def tick(self, now_ns: int) -> list[tuple[str, str, dict]]:
         sched = self.pipeline

@@ -25,8 +25,8 @@ then clips each to its bounds. M is never below the robot's apparent mass m_r al
 accelerations it cannot follow against a stiff contact (the classic admittance instability), so M >=
 max(mass_min, m_r). Environment damping b_e is used only when the estimate says it is identifiable (on
 quasi-static data b_e = 0 is assumed, which gives more controller damping: the conservative side). K must be
-> 0 because the controller's damping is defined through sqrt(M K). ``closed_loop`` gives the omega_n and zeta_cl
-that the clipped gains actually achieve.
+> 0 because the controller's damping is defined through sqrt(M K). ``closed_loop`` gives the omega_n and
+zeta_cl that the clipped gains actually achieve.
 """
 from __future__ import annotations
 

@@ -112,15 +112,15 @@ class GainScheduler:
         if self._last_msg_t is None:
             return None
         lost = t - self._last_msg_t > s.loss_timeout
-        stale = (s.invalid_timeout > 0 and not self._newest_trusted
-                 and t - (self._last_trusted_t if self._last_trusted_t is not None else -math.inf) > s.invalid_timeout
+        last_trusted = self._last_trusted_t if self._last_trusted_t is not None else -math.inf
+        stale = (s.invalid_timeout > 0 and not self._newest_trusted and t - last_trusted > s.invalid_timeout
                  and self.applied is not None and self.applied != s.safe_gains)
         if lost or stale:
             if self.state == 'reverted' or self.applied == s.safe_gains:
                 self.state = 'reverted'
                 return None
-            why = (f'no estimate for {t - self._last_msg_t:.3g} s (> loss_timeout {s.loss_timeout:g} s)' if lost
-                   else f'no trusted estimate for > invalid_timeout {s.invalid_timeout:g} s')
+            why = (f'no estimate for {t - self._last_msg_t:.3g} s (> loss_timeout {s.loss_timeout:g} s)'
+                   if lost else f'no trusted estimate for > invalid_timeout {s.invalid_timeout:g} s')
             self._moving = False
             return Proposal('revert', s.safe_gains, s.safe_gains, f'revert to safe gains: {why}', t)
         if not self._newest_trusted:
@@ -162,7 +162,8 @@ class GainScheduler:
             self.state = 'tracking' if self._moving else 'settled'
 
     def figures(self) -> dict:
-        """The numbers /diagnostics shows: applied and target gains, environment, achieved omega_n, zeta_cl."""
+        """The numbers /diagnostics shows: applied and target gains, environment, achieved omega_n and
+        zeta_cl."""
         out = {'state': self.state}
         for name, vals in (('applied', self.applied), ('target', self.target)):
             if vals is not None:
@@ -180,7 +181,8 @@ class GainScheduler:
 def scheduler_from_params(p: dict) -> GainScheduler:
     """The scheduler of the node's validated parameters (config.PARAMS)."""
     from .rule import GainBounds
-    bounds = GainBounds(tuple(p['mass_bounds']), tuple(p['damping_ratio_bounds']), tuple(p['stiffness_bounds']))
+    bounds = GainBounds(tuple(p['mass_bounds']), tuple(p['damping_ratio_bounds']),
+                        tuple(p['stiffness_bounds']))
     rule = RuleConfig(p['bandwidth_hz'], p['target_damping_ratio'], p['admittance_stiffness'],
                       p['robot_apparent_mass'], bounds)
     safety = SafetyConfig((p['safe_mass'], p['safe_damping_ratio'], p['safe_stiffness']), p['slew_rate'],

@@ -13,7 +13,8 @@ def _distinct(v) -> str | None:
 PARAMS: list[ParamSpec] = [
     ParamSpec('autostart', True, 'Configure and activate the (lifecycle) node at start; false: wait for a '
               'lifecycle manager (~/change_state).'),
-    ParamSpec('machine', 'uf_like', 'Machine description (as pkm_identifier\'s): a name in config/pkm_machines/ '
+    ParamSpec('machine', 'uf_like', 'Machine description (as pkm_identifier\'s): a name in '
+              'config/pkm_machines/ '
               'or a path.'),
     ParamSpec('joint_names', [f'strut_{i}' for i in range(1, 7)], 'The six strut joints, in the order of the '
               'machine file and of the command array.', length=6, check=_distinct),
@@ -31,7 +32,8 @@ PARAMS: list[ParamSpec] = [
     ParamSpec('theta_configured', [0.0] * 8, 'Values of [m_e, m_b, m_p, Ixxp, Iyyp, Izzp, Ix_s, Iz_s] (kg, '
               'kg*m^2) used for every parameter the estimate does not identify; 0: the machine file (CAD) '
               'value x prior_scale.', length=8, low=0.0),
-    ParamSpec('prior_scale', 1.0, 'Scale of the CAD values where theta_configured is 0.', low=0.0, low_open=True),
+    ParamSpec('prior_scale', 1.0, 'Scale of the CAD values where theta_configured is 0.', low=0.0,
+              low_open=True),
     ParamSpec('friction_configured', [200.0, 15.0] * 6, 'Values of [fv_1, fc_1, ..., fv_6, fc_6] (N*s/m, N) '
               'for unidentified friction parameters (used when the estimate carries friction).', length=12,
               low=0.0),

@@ -94,7 +94,8 @@ class TrajectorySampler:
         if not (np.all(np.isfinite(self.t)) and np.all(np.isfinite(self.p))):
             raise ValueError('non-finite time or position')
         self.v = None if velocities is None else np.asarray(velocities, float).reshape(n, 6)
-        self.a = None if accelerations is None or self.v is None else np.asarray(accelerations, float).reshape(n, 6)
+        self.a = (None if accelerations is None or self.v is None
+                  else np.asarray(accelerations, float).reshape(n, 6))
         for arr, what in ((self.v, 'velocity'), (self.a, 'acceleration')):
             if arr is not None and not np.all(np.isfinite(arr)):
                 raise ValueError(f'non-finite {what}')

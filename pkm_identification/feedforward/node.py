@@ -48,10 +48,11 @@ class PkmFeedForwardNode(EstimatorNode):
         self.params_ff = parameters_for(self.configured, p['configured_rel_std'])
         self.reset_estimation()
         if self.cmd_pub is None:
-            self.create_subscription(JointTrajectory, p['trajectory_topic'], self._on_trajectory, output_qos())
-            self.create_subscription(ParameterEstimate, p['parameters_topic'], self._on_parameters, output_qos())
-            self.cmd_pub = self.create_lifecycle_publisher(Float64MultiArray, p['command_topic'], output_qos())
-            self.sigma_pub = self.create_lifecycle_publisher(Float64MultiArray, p['sigma_topic'], output_qos())
+            qos = output_qos()
+            self.create_subscription(JointTrajectory, p['trajectory_topic'], self._on_trajectory, qos)
+            self.create_subscription(ParameterEstimate, p['parameters_topic'], self._on_parameters, qos)
+            self.cmd_pub = self.create_lifecycle_publisher(Float64MultiArray, p['command_topic'], qos)
+            self.sigma_pub = self.create_lifecycle_publisher(Float64MultiArray, p['sigma_topic'], qos)
 
     def reset_estimation(self) -> None:
         self.sampler = None
@@ -88,8 +89,8 @@ class PkmFeedForwardNode(EstimatorNode):
         try:
             t = [p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in pts]
             pos = [[p.positions[i] for i in order] for p in pts]
-            vel = [[p.velocities[i] for i in order] for p in pts] if all(len(p.velocities) == 6 for p in pts) \
-                else None
+            vel = ([[p.velocities[i] for i in order] for p in pts]
+                   if all(len(p.velocities) == 6 for p in pts) else None)
             acc = [[p.accelerations[i] for i in order] for p in pts] \
                 if vel is not None and all(len(p.accelerations) == 6 for p in pts) else None
             self.sampler = TrajectorySampler(t, pos, vel, acc)
@@ -140,11 +141,13 @@ class PkmFeedForwardNode(EstimatorNode):
             return self.not_configured()
         pf = self.params_ff
         conf = pf.configured()
-        values = {**self.counts, 'identified': ','.join(n for n, s in zip(pf.names, pf.source) if s != 'configured')
-                  or 'none', 'configured': ','.join(conf) or 'none', 'executing': not self.done,
+        identified = [n for n, s in zip(pf.names, pf.source) if s != 'configured']
+        values = {**self.counts, 'identified': ','.join(identified) or 'none',
+                  'configured': ','.join(conf) or 'none', 'executing': not self.done,
                   'sigma_max_N': self.sigma_max, 'last_refusal': self.last_refusal, **self.cost.figures()}
         level = OK if not conf else WARN
-        msg = 'all parameters identified' if not conf else f'configured values for {len(conf)} of {len(pf.names)}'
+        msg = ('all parameters identified' if not conf
+               else f'configured values for {len(conf)} of {len(pf.names)}')
         return [status(f'{self.get_name()}: feedforward', level, msg, values)]
 
 

@@ -96,8 +96,8 @@ class PostureCommander:
         return a.keys() == b.keys() and all(abs(a[k] - b[k]) <= self.tolerance for k in a)
 
     def decide(self, best: dict | None, current: dict, now_s: float) -> bool:
-        """True when ``best`` ({joint: position} of the feasible best candidate, None: none feasible) should be
-        sent now; the reason is in ``last_reason``."""
+        """True when ``best`` ({joint: position} of the feasible best candidate, None: none feasible)
+        should be sent now; the reason is in ``last_reason``."""
         if not self.enabled:
             return self.refuse('not_enabled', 'command disabled')
         if best is None:
