@@ -11,8 +11,8 @@ Services    ~/evaluate_postures (contact_dynamics/EvaluatePostures): evaluate th
             grid) against the given obstacle; ~/reset; lifecycle services.
 Bridge      with command_enabled (or ~/enable_command, std_srvs/SetBool): the feasible best candidate as a
             trajectory_msgs/JointTrajectory on command_topic (posture.command: minimum-jerk, within
-            command_speed_scale x the URDF velocity limits, not re-sent while executing the same choice) and its
-            v_max as std_msgs/Float64 on speed_limit_topic.
+            command_speed_scale x the URDF velocity limits, not re-sent while executing the same choice)
+            and its v_max as std_msgs/Float64 on speed_limit_topic.
 """
 from __future__ import annotations
 
@@ -127,7 +127,7 @@ class PostureEvaluatorNode(RoverNode):
         if not best:
             return
         missing = [j for j in best if j not in current]
-        if missing:                                  # the move starts where the joints are, never from a guess
+        if missing:                         # the move starts where the joints are, never from a guess
             cmd.refuse('no_state', f'no JointState position for {missing}')
             return
         try:
