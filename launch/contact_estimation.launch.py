@@ -21,7 +21,8 @@ from launch_ros.substitutions import FindPackageShare
 
 def generate_launch_description() -> LaunchDescription:
     default_params = PathJoinSubstitution([FindPackageShare('contact_dynamics'), 'config', 'contact_estimator.yaml'])
-    tuner_params = PathJoinSubstitution([FindPackageShare('contact_dynamics'), 'config', 'impedance_tuner.yaml'])
+    tuner_params = PathJoinSubstitution([FindPackageShare('contact_dynamics'), 'config',
+                                         'impedance_tuner.yaml'])
     args = [
         DeclareLaunchArgument('params_file', default_value=default_params,
                               description='ROS 2 params file with a contact_estimator section'),
@@ -34,7 +35,7 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument('tuner', default_value='false',
                               description='Start impedance_tuner beside the estimator (doc/bridges.md)'),
         DeclareLaunchArgument('controller', default_value='admittance_controller',
-                              description="The admittance_controller node the tuner sets (its parameter services)"),
+                              description='The admittance_controller node the tuner sets'),
         DeclareLaunchArgument('tuner_params_file', default_value=tuner_params,
                               description='ROS 2 params file with an impedance_tuner section'),
         DeclareLaunchArgument('tuner_dry_run', default_value='false',

@@ -9,7 +9,8 @@ on /pkm_identifier/platform_inertia, the feed-forward forces on /pkm_identifier/
 /diagnostics.
 
 With feedforward:=true the pkm_feedforward node starts beside it (doc/bridges.md): it takes a desired strut
-trajectory on /pkm_feedforward/joint_trajectory and publishes Y theta-hat on <feedforward_controller>/commands:
+trajectory on /pkm_feedforward/joint_trajectory and publishes Y theta-hat on
+<feedforward_controller>/commands:
   ros2 launch contact_dynamics pkm_identification.launch.py feedforward:=true \
       feedforward_controller:=/effort_controller machine:=uf_like
 """
@@ -34,9 +35,9 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument('feedforward', default_value='false',
                               description='Start pkm_feedforward beside the identifier (doc/bridges.md)'),
         DeclareLaunchArgument('feedforward_controller', default_value='effort_controller',
-                              description='Forward-command controller whose <name>/commands the forces go to'),
+                              description='Forward-command controller: forces on <name>/commands'),
         DeclareLaunchArgument('machine', default_value='uf_like',
-                              description="pkm_feedforward's machine (the identifier's own comes from params_file)"),
+                              description="pkm_feedforward's machine (the identifier's: params_file)"),
     ]
     node = Node(
         package='contact_dynamics',

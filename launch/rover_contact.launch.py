@@ -11,7 +11,8 @@ Outputs: /impact_indicator/impact_indicator, /posture_evaluator/posture_evaluati
 posture_command:=true enables posture_evaluator's command bridge (doc/bridges.md): the chosen posture as a
 JointTrajectory on <posture_controller>/joint_trajectory, its approach speed limit on
 /posture_evaluator/approach_speed_limit:
-  ros2 launch contact_dynamics rover_contact.launch.py posture_command:=true posture_controller:=/lift_controller
+  ros2 launch contact_dynamics rover_contact.launch.py posture_command:=true \
+      posture_controller:=/lift_controller
 """
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
@@ -37,9 +38,9 @@ def generate_launch_description() -> LaunchDescription:
         DeclareLaunchArgument('posture_evaluator', default_value='true', description='start posture_evaluator'),
         DeclareLaunchArgument('namespace', default_value=''),
         DeclareLaunchArgument('posture_command', default_value='',
-                              description="true: publish the chosen posture (doc/bridges.md); empty: the params file's"),
+                              description="true: publish the chosen posture (doc/bridges.md); empty: params file"),
         DeclareLaunchArgument('posture_controller', default_value='',
-                              description='joint_trajectory_controller for the posture joints; empty: the params file\'s'),
+                              description='joint_trajectory_controller of the posture joints; empty: params file'),
     ]
 
     def nodes(context):

@@ -27,14 +27,17 @@ PARAMS: list[ParamSpec] = COMMON + [
     ParamSpec('command_enabled', False, 'Publish the chosen (feasible, best) posture as a trajectory_msgs/'
               'JointTrajectory on command_topic and its largest approach speed on speed_limit_topic (also '
               '~/enable_command, std_srvs/SetBool).', dynamic=True),
-    ParamSpec('command_topic', 'posture_controller/joint_trajectory', 'trajectory_msgs/JointTrajectory output '
-              "for a joint_trajectory_controller (its '<controller>/joint_trajectory' input)."),
-    ParamSpec('speed_limit_topic', '~/approach_speed_limit', 'std_msgs/Float64 output: the chosen candidate\'s '
-              'v_max (m/s), the largest approach speed within energy_budget_j (published when finite).'),
+    ParamSpec('command_topic', 'posture_controller/joint_trajectory', 'trajectory_msgs/JointTrajectory '
+              "output for a joint_trajectory_controller (its '<controller>/joint_trajectory' input)."),
+    ParamSpec('speed_limit_topic', '~/approach_speed_limit', 'std_msgs/Float64 output: the chosen '
+              'candidate\'s v_max (m/s), the largest approach speed within energy_budget_j (published when '
+              'finite).'),
     ParamSpec('command_speed_scale', 0.5, 'Fraction of each posture joint\'s URDF velocity limit the '
               'trajectory may reach.', low=0.0, low_open=True, high=1.0),
-    ParamSpec('command_min_duration_s', 0.5, 'Shortest posture trajectory.', low=0.0, low_open=True, unit='s'),
-    ParamSpec('command_points', 10, 'Points of the posture trajectory (positions, velocities, accelerations).',
+    ParamSpec('command_min_duration_s', 0.5, 'Shortest posture trajectory.', low=0.0, low_open=True,
+              unit='s'),
+    ParamSpec('command_points', 10, 'Points of the posture trajectory (positions, velocities, '
+              'accelerations).',
               low=2, high=1000),
     ParamSpec('horizon_s', 5.0, 'Re-evaluate at every tick while the time to contact is below this (and once '
               'per new obstacle hypothesis).', low=0.0, unit='s'),
