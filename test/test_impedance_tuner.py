@@ -166,3 +166,23 @@ def test_run_bag_writes_the_gain_schedule(tmp_path):
     print(f"run-bag: {len(events)} gain changes, final M {prev[0]:.4g} kg zeta {prev[1]:.4g} "
           f"(rule on the last valid estimate: {want[0]:.4g}, {want[1]:.4g}); truth k {sim.stiffness}, "
           f"estimate k {final['stiffness']:.5g}")
+
+
+def test_untrusted_for_longer_than_invalid_timeout_reverts():
+    s = _scheduler(invalid_timeout=2.0)
+    s.observe(EstimateSample(0.0, 4800.0, 200.0, True, True))
+    for i in range(1, 40):                                    # 2 s of trusted estimates: gains move
+        s.observe(EstimateSample(0.05 * i, 4800.0, 200.0, True, True))
+        p = s.step(0.05 * i)
+        if p:
+            s.commit(p)
+    moved = s.applied
+    assert moved != (8.0, 1.5, 200.0)
+    t = 2.0
+    while t < 3.9:                                            # untrusted, still arriving: hold for 2 s
+        t += 0.05
+        s.observe(EstimateSample(t, 9999.0, 1.0, False, True, 'diverged'))
+        assert s.step(t) is None and s.applied == moved
+    s.observe(EstimateSample(4.1, 9999.0, 1.0, False, True, 'diverged'))
+    p = s.step(4.1)
+    assert p is not None and p.kind == 'revert' and 'invalid_timeout' in p.reason
