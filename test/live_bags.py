@@ -172,7 +172,7 @@ class LiveRun:
 
 
 def run_live(cmd: list[str], bag: Path, topics: dict[str, str], env: dict, *, start_timeout: float = 60.0,
-             settle: float = 1.5, tail: float = 3.0) -> LiveRun:
+             settle: float = 2.0, tail: float = 4.0) -> LiveRun:
     """Start ``cmd``, wait until it subscribes to every input of the bag, play the bag (with /clock) and
     collect every message of ``topics`` ({topic: type name}) until ``tail`` wall seconds after the end."""
     import rclpy
@@ -184,15 +184,15 @@ def run_live(cmd: list[str], bag: Path, topics: dict[str, str], env: dict, *, st
 
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             cwd=env.get('LIVE_CWD', str(ROOT)), start_new_session=True)
-    if not rclpy.ok():
-        rclpy.init()
-    node = Node('live_bags_listener')
+    context = rclpy.context.Context()          # private: the caller's (or the next test's) rclpy.init is untouched
+    rclpy.init(context=context)
+    node = Node('live_bags_listener', context=context)
     got: dict[str, list] = {t: [] for t in topics}
     qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
     for topic, type_name in topics.items():
         node.create_subscription(message_class(type_name), topic, lambda m, t=topic: got[t].append(to_dict(m)), qos)
     from rclpy.executors import SingleThreadedExecutor
-    ex = SingleThreadedExecutor()
+    ex = SingleThreadedExecutor(context=context)
     ex.add_node(node)
     import threading
     stop_spin = threading.Event()
@@ -209,9 +209,15 @@ def run_live(cmd: list[str], bag: Path, topics: dict[str, str], env: dict, *, st
             if any(node.count_subscribers(t) > 0 for t in inputs):
                 break
             time.sleep(0.2)
+        subscribed, stable_since = [], time.monotonic()
+        while time.monotonic() < deadline and proc.poll() is None:   # until no new input is subscribed for `settle`
+            now = [t for t in inputs if node.count_subscribers(t) > 0]
+            if now != subscribed:
+                subscribed, stable_since = now, time.monotonic()
+            elif time.monotonic() - stable_since >= settle:
+                break
+            time.sleep(0.1)
         if proc.poll() is None:
-            time.sleep(settle)          # a node subscribes to all its inputs in one configure
-            subscribed = [t for t in inputs if node.count_subscribers(t) > 0]
             if subscribed:
                 play(bag, wait_for_subscribers=20.0, progress=False, topics=subscribed)
             end = time.monotonic() + tail
@@ -222,6 +228,7 @@ def run_live(cmd: list[str], bag: Path, topics: dict[str, str], env: dict, *, st
         spinner.join(timeout=5)
         ex.shutdown()
         node.destroy_node()
+        context.try_shutdown()
         log = _stop_group(proc)
     return LiveRun(got, log, proc.returncode)
 
