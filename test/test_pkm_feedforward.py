@@ -167,3 +167,20 @@ def test_node_over_dds_publishes_the_commands(ros_context):
     assert diag['configured'] == 'Ix_s,Iz_s' and 'six struts' in diag['last_refusal'], diag
     print(f'DDS: {len(cmds)} commands, max distance to the model {np.max(dist):.3g} N, final = static force, '
           f'configured: {diag["configured"]}')
+
+
+def test_friction_parameters_enter_with_their_model():
+    m = load_machine('uf_like')
+    rec = RC.actuated(m, 'x', duration=0.5, rate=200.0)
+    fr = np.array([300.0, 20.0] * 6)
+    names = list(D.ALL_NAMES)
+    values = list(D.base_from_12(m.theta12())) + list(fr)
+    est = {'names': names, 'values': values, 'covariance': list(np.eye(20).ravel() * 1e-6),
+           'flags': ['identified'] * 20, 'valid': True}
+    conf = dict(zip(D.ALL_NAMES, values))
+    p = parameters_for(conf, 0.5, est)
+    sm = K.strut_motion(K.pose(m, rec.q), rec.qd, rec.qdd)
+    for model in ('continuous', 'printed'):
+        F, _ = feedforward(m, p, *pose_rates(m, rec.L, sm.Ld, sm.Ldd)[:3], friction_model=model)
+        want = D.inverse_dynamics(m, m.theta12(), rec.q, rec.qd, rec.qdd, friction=fr, friction_model=model)
+        assert np.max(np.abs(F - want)) <= 1e-6 * np.max(np.abs(want)), model

@@ -246,8 +246,12 @@ class ImpedanceTunerNode(EstimatorNode):
                   'controller_read': self._controller_read,
                   'last_change': s.last_reason, 'last_refusal': s.last_refusal, **s.figures()}
         values.update(self.cost.figures())
+        reachable = self.get_client.service_is_ready()
+        values['controller_reachable'] = reachable
         level = OK if mode == 'applying' and s.state in ('settled', 'tracking') else WARN
         msg = f'{mode}, {s.state}' + (f'; last refusal: {s.last_refusal}' if s.last_refusal else '')
+        if not reachable and not p['dry_run']:
+            msg = f"controller '{p['controller_name']}' not reachable (its get_parameters service); " + msg
         return [status(f'{self.get_name()}: tuner', level, msg, values)]
 
 

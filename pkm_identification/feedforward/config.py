@@ -37,6 +37,8 @@ PARAMS: list[ParamSpec] = [
     ParamSpec('friction_configured', [200.0, 15.0] * 6, 'Values of [fv_1, fc_1, ..., fv_6, fc_6] (N*s/m, N) '
               'for unidentified friction parameters (used when the estimate carries friction).', length=12,
               low=0.0),
+    ParamSpec('friction_model', 'continuous', "pkm_identifier's friction_model (when its estimate carries "
+              "friction): 'continuous' or 'printed'.", choices=('continuous', 'printed')),
     ParamSpec('configured_rel_std', 0.5, 'Relative 1-sigma of a configured (not identified) parameter in the '
               'force band.', low=0.0, high=10.0),
 ]

@@ -66,10 +66,13 @@ def pose_rates(machine, L, Ld, Ldd, q0=None):
     return q, qd, qdd, ok
 
 
-def feedforward(machine, params: FeedForwardParameters, q, qd, qdd) -> tuple[np.ndarray, np.ndarray]:
-    """(F (N, 6) [N], sigma (N, 6) [N]) = Y theta and sqrt(diag(Y Sigma Y^T)) at the given pose states."""
+def feedforward(machine, params: FeedForwardParameters, q, qd, qdd, friction_model: str = 'continuous'
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """(F (N, 6) [N], sigma (N, 6) [N]) = Y theta and sqrt(diag(Y Sigma Y^T)) at the given pose states
+    (the friction columns of ``friction_model`` when the parameters include friction)."""
     friction = len(params.names) > len(D.BASE_NAMES)
-    Y = D.regressor(machine, np.atleast_2d(q), np.atleast_2d(qd), np.atleast_2d(qdd), friction=friction)
+    Y = D.regressor(machine, np.atleast_2d(q), np.atleast_2d(qd), np.atleast_2d(qdd), friction=friction,
+                    friction_model=friction_model)
     F = Y @ params.theta
     var = np.einsum('nkp,pq,nkq->nk', Y, params.covariance, Y)
     return F, np.sqrt(np.maximum(var, 0.0))

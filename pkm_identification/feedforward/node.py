@@ -125,7 +125,7 @@ class PkmFeedForwardNode(EstimatorNode):
             self.done = True
             return
         self.q_last = q[0]
-        F, sigma = feedforward(self.machine, self.params_ff, q, qd, qdd)
+        F, sigma = feedforward(self.machine, self.params_ff, q, qd, qdd, self.params['friction_model'])
         self.cmd_pub.publish(self._array(F[0]))
         self.sigma_pub.publish(self._array(sigma[0]))
         self.sigma_max = float(sigma[0].max())
