@@ -287,6 +287,7 @@ def test_live_node_over_dds_on_a_played_sea_bag(tmp_path, ros_context):
     import yaml
 
     from contact_dynamics.msg import ContactEstimate
+    from diagnostic_msgs.msg import DiagnosticArray
     from contact_dynamics_common.cli import run_bag
     from contact_dynamics_common.ros_env import isolated_ros_env
     from ros_harness import Listener, start_node, stop
@@ -300,13 +301,14 @@ def test_live_node_over_dds_on_a_played_sea_bag(tmp_path, ros_context):
         'joint_name': 'sea_spring', 'joint_sign': float(sign), 'datum': datum,
         'contact_force_threshold': THRESHOLD, 'algorithms': ['gls', 'kalman'], 'gls': {'window': 1000.0}}}}))
     topics = {f'/contact_estimator/{a}/estimate': ContactEstimate for a in ('gls', 'kalman')}
+    n_messages = len(BagReader(str(DATA / bag)).columns('/joint_states')['stamp_ns'])
     result, _, _ = run_bag(str(DATA / bag), str(cfg), progress=False)
     offline = {t: result.outputs[t][-1][1] for t in topics}
     # an estimate's stamp is its newest in-contact sample: the live node is done when it reaches run-bag's
     end_ns = {t: f['header']['stamp']['sec'] * 10**9 + f['header']['stamp']['nanosec']
               for t, f in offline.items()}
     proc = start_node('contact_estimation.single_point.node', '--params-file', str(cfg))
-    listener = Listener(topics)
+    listener = Listener({**topics, '/diagnostics': DiagnosticArray})
 
     def final():
         out = {}
@@ -326,6 +328,11 @@ def test_live_node_over_dds_on_a_played_sea_bag(tmp_path, ros_context):
         out, _ = player.communicate(timeout=60)
         assert player.returncode == 0, out
         assert listener.wait_for(lambda: final() is not None, timeout=10.0), out
+        # the torque comes with the positions: its ledger counts the JointState messages, all accepted
+        assert listener.wait_for(lambda: int(listener.diag('contact_estimator: input wrench')
+                                             .get('accepted', 0)) == n_messages, timeout=5.0), out
+        wrench = listener.diag('contact_estimator: input wrench')
+        assert (wrench['received'], wrench['unaccounted']) == (str(n_messages), '0'), wrench
     finally:
         if player.poll() is None:
             player.kill()
@@ -346,7 +353,8 @@ def test_node_refuses_a_revolute_contact_without_a_torque():
     """The live node stops at start (exit 2) with the one-line reason."""
     pytest.importorskip('rclpy')
     from ros_harness import ROOT, run_to_exit
-    returncode, log = run_to_exit('contact_estimation.single_point.node', '--params-file',
-                                  str(ROOT / 'config' / 'contact_estimator.yaml'), '-p', 'contact_type:=revolute')
+    config = str(ROOT / 'config' / 'contact_estimator.yaml')
+    returncode, log = run_to_exit('contact_estimation.single_point.node', '--params-file', config,
+                                  '-p', 'contact_type:=revolute')
     assert returncode == 2, log
     assert 'contact_type revolute needs a torque: set force_source wrench_torque' in log, log

@@ -50,15 +50,15 @@ PARAMS: list[ParamSpec] = [
               'force_source wrench_torque or joint_effort): k in N*m/rad, b in N*m*s/rad, m in kg*m^2. Every '
               'force/length parameter below is then read in N*m and rad.', choices=('prismatic', 'revolute')),
     ParamSpec('force_source', 'wrench_force',
-              "F_n from: 'wrench_force' (f . force_direction), 'wrench_torque' (tau . torque_axis of the same "
-              "WrenchStamped, revolute) or 'joint_effort' (joint_sign * effort of joint_name in the JointState "
-              'that gives the position).', choices=('wrench_force', 'wrench_torque', 'joint_effort')),
+              "F_n from: 'wrench_force' (f . force_direction), 'wrench_torque' (tau . torque_axis of the "
+              "same WrenchStamped, revolute) or 'joint_effort' (joint_sign * effort of joint_name in the "
+              'JointState that gives the position).', choices=('wrench_force', 'wrench_torque', 'joint_effort')),
     ParamSpec('torque_axis', [0.0, 0.0, 1.0],
               'Unit vector in the wrench frame such that T_n = tau . torque_axis is the torque loading the '
               'contact (> 0 in contact); force_source wrench_torque only.', length=3, check=_unit_vector),
     ParamSpec('force_bias', [0.0, 0.0, 0.0], 'Force offset subtracted from the wrench before projection (wrench '
-              'frame; a torque in N*m with wrench_torque, [effort bias, 0, 0] with joint_effort); ~/tare sets it '
-              'at run time from the latest out-of-contact samples.', length=3, unit='N'),
+              'frame; a torque in N*m with wrench_torque, [effort bias, 0, 0] with joint_effort); ~/tare '
+              'sets it at run time from the latest out-of-contact samples.', length=3, unit='N'),
     ParamSpec('tare_samples', 100, 'Latest wrench samples ~/tare averages.', low=1, high=100000),
     ParamSpec('datum_mode', 'fixed',
               "'fixed': the contact datum is the 'datum' parameter; 'onset': the position at the first "

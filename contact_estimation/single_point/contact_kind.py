@@ -116,11 +116,14 @@ def force_rows(columns: dict, params: dict) -> np.ndarray | None:
     return rows
 
 
-def effort_row(names, effort, joint_name: str) -> tuple[float, float, float] | None:
+def effort_row(names, positions, effort, joint_name: str) -> tuple[float, float, float] | None:
     """One JointState message's force row (effort, 0, 0); NaN effort (counted as non-finite by the stamp gate)
-    when the message carries no effort for the joint; None when the joint is absent."""
+    when the message carries no effort for the joint; None when the joint or its position is absent (the
+    position stream counts those: joint_missing, joint_state_empty, joint_state_malformed)."""
     try:
         j = list(names).index(joint_name)
     except ValueError:
+        return None
+    if j >= len(positions):
         return None
     return (float(effort[j]) if j < len(effort) else float('nan'), 0.0, 0.0)

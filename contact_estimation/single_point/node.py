@@ -77,8 +77,8 @@ class ContactEstimatorNode(EstimatorNode):
         stamp = stamp_to_ns(msg.header.stamp)
         self.pipeline.push_joint_state(stamp, msg.name, msg.position)
         if self.params['force_source'] == 'joint_effort':
-            row = effort_row(msg.name, msg.effort, self.params['joint_name'])
-            if row is not None:                  # an absent joint is counted by the position push
+            row = effort_row(msg.name, msg.position, msg.effort, self.params['joint_name'])
+            if row is not None:                  # an absent joint / position is counted by the position push
                 self.pipeline.push_wrench(stamp, *row)
 
     def _on_pose(self, msg: PoseStamped) -> None:
@@ -122,10 +122,14 @@ class ContactEstimatorNode(EstimatorNode):
         counts = self.pipeline.status()
         ledger = self.pipeline.ledger()
         out = []
+        joint_causes = ('joint_missing', 'joint_state_empty', 'joint_state_malformed')
         for name, meter in self.rates.items():
             rejected = {k: v for k, v in counts.items() if k.startswith(name + '.')}
-            account, dropping = self.input_ledger(name, meter, ledger[name]['accepted'], ledger[name]['pending'],
-                                                  ledger[name]['dropped'])
+            dropped = ledger[name]['dropped']
+            if name == 'wrench' and self.params['force_source'] == 'joint_effort':   # the JointState's causes
+                dropped = {**dropped, **{k: counts.get(k, 0) for k in joint_causes}}
+            account, dropping = self.input_ledger(name, meter, ledger[name]['accepted'],
+                                                  ledger[name]['pending'], dropped)
             values = {**rejected, **account}
             if name == 'displacement':
                 refused = self.refused(meter)
