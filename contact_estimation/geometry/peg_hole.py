@@ -204,6 +204,12 @@ def detect(peg_p0, peg_p1, peg_radius, hole: HoleGeometry, hole_rotation=None, h
     z0, z1, c = r, r + h, hole.c
     # into the hole frame (an identity pose is skipped: the same numbers)
     if hole_rotation is None and hole_position is None:
+        if N == 1 and rp.size == 1:                      # one pair: plain floats from here on
+            e0, e1 = P0w[0].tolist(), P1w[0].tolist()
+            if all(map(math.isfinite, e0 + e1)):
+                rows = _detect_one(e0, e1, float(rp[0]), hole, levels)
+                if rows is not None:
+                    return _manifold_one(rows, None, None, dedup_tol)
         E = np.stack([P0w, P1w], axis=1)                 # (N, 2, 3) endpoints
         Rh = ph = None
     else:
@@ -376,7 +382,17 @@ def _manifold_one(rows: list, Rh, ph, dedup_tol: float) -> ContactManifold:
         nrm = np.einsum('nij,nj->ni', Rh[pair], nrm)
     if n < 2:
         return ContactManifold(pair, feat, C, nrm, dep, s)
-    keep = _dedup(pair, s, C, dedup_tol)
+    # _dedup for one pair in floats: stable order by s, a contact dropped when its predecessor has the same s
+    # (to 1e-12) and lies within dedup_tol (the norm summed as numpy sums three terms along an axis)
+    order = sorted(range(n), key=lambda i: rows[i][1])
+    drop = set()
+    for i, j in zip(order[:-1], order[1:]):
+        dx, dy, dz = (C[j] - C[i]).tolist()
+        if abs(rows[j][1] - rows[i][1]) < 1e-12 and math.sqrt((dx * dx + dy * dy) + dz * dz) < dedup_tol:
+            drop.add(j)
+    if not drop:
+        return ContactManifold(pair, feat, C, nrm, dep, s)
+    keep = np.array([i not in drop for i in range(n)])
     return ContactManifold(pair[keep], feat[keep], C[keep], nrm[keep], dep[keep], s[keep])
 
 
