@@ -101,7 +101,7 @@ def test_launch_file_live_equals_run_bag(launch_file, namespace, workdir):
     prefix = f'/{namespace}' if namespace else ''
     topics = {prefix + t: types[t] for t in offline_out}
     run = run_live([str(ROS2), 'launch', 'contact_dynamics', launch_file, *args], bag, topics, _env(),
-                   start_timeout=90.0)
+                   start_timeout=90.0, rate=min(c.rate for c in cases))
     assert 'Traceback' not in run.log, run.log[-4000:]
     live = {t[len(prefix):]: msgs for t, msgs in run.outputs.items()}
     for topic in offline_out:
