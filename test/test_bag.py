@@ -313,8 +313,11 @@ def test_columns_fast_path_equals_fallback(mixed_bag, spy_fast):
     np.testing.assert_array_equal(o['angular'][:, 2], [m.twist.twist.angular.z for m in msgs['/odom']])
     p = reader.columns('/pose')
     np.testing.assert_array_equal(p['orientation'][:, 3], [m.pose.orientation.w for m in msgs['/pose']])
-    with pytest.raises(NotImplementedError, match='WrenchStamped'):
-        reader.columns('/contact')
+    c = reader.columns('/contact')             # ContactEstimate: stiffness, damping, mass and the verdict flags
+    np.testing.assert_array_equal(c['kbm'], [[1500.5, 20.25, 0.0]])
+    np.testing.assert_array_equal(c['flags'], [[1.0, 0.0]])
+    assert (c['frame_id'], c['status']) == ('tool0', 'ok')
+    assert_columns_equal(c, reader.columns('/contact', fast=False))
     with pytest.raises(KeyError):
         reader.columns('/nope')
 
