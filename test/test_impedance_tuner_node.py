@@ -178,6 +178,10 @@ def test_wrong_size_refused_by_the_tuner_and_dry_run_sets_nothing(tmp_path, ros_
         assert rec.wait_for(lambda: rec.diag('tuner_bad: tuner').get('refused.request'), 20.0), \
             rec.diag('tuner_bad: tuner')
         assert rec.wait_for(lambda: rec.diag('tuner_dry: tuner').get('controller_read') == 'True', 10.0)
+        # the recorder must hear the dry run's first would-set event: its subscription matched before the
+        # estimates start (on a loaded machine discovery of this late topic can lag the estimate publisher's)
+        assert rec.wait_for(lambda: rec.node.count_publishers('/tuner_dry/gains') > 0, 10.0)
+        time.sleep(0.5)
         for _ in paced([0.05 * i for i in range(60)]):
             pub.publish(fill(ContactEstimate(), est))
         assert rec.wait_for(lambda: len(rec.get('/tuner_dry/gains')) >= 3, 5.0)
