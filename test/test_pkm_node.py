@@ -131,9 +131,10 @@ def test_live_node_converges_and_equals_run_bag(tmp_path, ros_context):
     # same data offline: identical final estimate
     assert last_off['names'] == names
     # equal up to round-off: BLAS kernels differ with the batch sizes (live timer vs bag ticks) and the
-    # least-informed directions amplify that to ~1e-9 relative, i.e. < 1e-6 of their own sigma
+    # least-informed directions amplify that to ~1e-9 relative; with the residual-based sigma that is up to
+    # 1.1e-6 of a parameter's own sigma (measured in a CI rehearsal), so: < 1e-5 sigma
     np.testing.assert_allclose(last_off['values'], list(live.values), rtol=1e-8)
-    assert (np.abs(np.array(last_off['values']) - live.values) < 1e-6 * np.sqrt(np.diag(cov))).all()
+    assert (np.abs(np.array(last_off['values']) - live.values) < 1e-5 * np.sqrt(np.diag(cov))).all()
     np.testing.assert_allclose(last_off['covariance'], list(live.covariance), rtol=1e-6, atol=1e-15)
     assert last_off['flags'] == list(live.flags)
     # rejections counted the same way live and offline
