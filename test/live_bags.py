@@ -278,8 +278,8 @@ def main(argv=None) -> int:
     ap.add_argument('--only', nargs='*')
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT / 'test'))
-    from contact_dynamics_common.ros.env import isolated_ros_env
-    env = isolated_ros_env()
+    from contact_dynamics_common.ros.env import apply_isolated_ros_env
+    env = apply_isolated_ros_env()       # this process too: its listener must share the nodes' private domain
     failed = []
     for name, case in CASES.items():
         if args.only and name not in args.only:
