@@ -37,7 +37,7 @@ bench: env  ## prints figures; the node benchmarks start ROS nodes on loopback i
 	$(PY) bench/bench_rover.py
 	$(PY) bench/bench_multipoint.py
 	$(PY) bench/bench_impedance_node.py
-	$(PY) -m contact_dynamics_common.cli calibrate --runs 20
+	$(PY) -m contact_dynamics_common.cli calibrate --runs 20 --jobs 2
 
 config: env  ## regenerate the documented config/*.yaml from the parameter specs
 	$(PY) tools/gen_config.py

@@ -15,10 +15,16 @@ family, estimator and parameter:
 * **false-refusal rate**: share of estimates on well-excited, model-consistent data (``good_data``) that are
   refused (goal <= 5 %).
 
-``contact-dynamics calibrate [--runs N] [--seed S] [--family PATTERN ...] [--yaml FILE] [--check]``;
+Besides the point rates, each cell prints **RMS z** of its valid model-consistent estimates (1 for an honest
+Gaussian sigma; below 1 means sigma is conservative, above 1 optimistic), and a *pooled* table per package and
+estimator gives every rate with its Wilson 95 % interval: a cell of 20 draws cannot resolve a 1 % rate (one event
+is 5 %), a package's pooled count can. A coverage is *consistent with the goal* when its interval meets 90-99 %.
+
+``contact-dynamics calibrate [--runs N] [--seed S] [--family PATTERN ...] [--jobs J] [--yaml FILE] [--check]``;
 ``--check`` exits 1 when a confident-wrong rate exceeds the goal (the seeded short version is a test).
 The generator of run i of family F is ``default_rng([seed, crc32(F), i])``: a family's draws do not depend on
-which other families run.
+which other families run, nor on ``--jobs`` (the draws of J worker processes are merged in run order, so the
+report is identical).
 """
 from __future__ import annotations
 
@@ -80,6 +86,8 @@ class Cell:
     refused_good: int = 0
     reasons: dict = field(default_factory=dict)
     max_abs_z: float = 0.0        # largest |z| of a valid estimate
+    sum_z2: float = 0.0           # sum of z^2 over the valid model-consistent estimates (finite z only)
+    n_z: int = 0
 
     def add(self, o: Outcome) -> None:
         self.n += 1
@@ -92,6 +100,9 @@ class Cell:
             if o.model_fits:
                 self.fit_valid += 1
                 self.covered2 += int(z <= 2.0)
+                if math.isfinite(z):
+                    self.sum_z2 += z * z
+                    self.n_z += 1
         elif o.reason:
             key = o.reason.split(':', 1)[0][:40]
             self.reasons[key] = self.reasons.get(key, 0) + 1
@@ -110,6 +121,45 @@ class Cell:
     @property
     def false_refusal_rate(self) -> float:
         return self.refused_good / self.good if self.good else math.nan
+
+    @property
+    def rms_z(self) -> float:
+        """sqrt(mean z^2) over the valid model-consistent estimates: 1 for an honest sigma."""
+        return math.sqrt(self.sum_z2 / self.n_z) if self.n_z else math.nan
+
+    def merge(self, other: 'Cell') -> None:
+        """Add another cell's counts (pooling over families)."""
+        for name in ('n', 'valid', 'fit_valid', 'covered2', 'confident_wrong', 'good', 'refused_good', 'n_z'):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.sum_z2 += other.sum_z2
+        self.max_abs_z = max(self.max_abs_z, other.max_abs_z)
+        for k, v in other.reasons.items():
+            self.reasons[k] = self.reasons.get(k, 0) + v
+
+
+def wilson_interval(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """Wilson score interval of a binomial rate k/n (95 % by default); (nan, nan) when n = 0.
+
+    centre = (k + z^2/2) / (n + z^2),  half-width = z sqrt(k (n - k) / n + z^2/4) / (n + z^2)."""
+    if n <= 0:
+        return math.nan, math.nan
+    den = n + z * z
+    centre = (k + 0.5 * z * z) / den
+    half = z * math.sqrt(k * (n - k) / n + 0.25 * z * z) / den
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def coverage_status(k: int, n: int) -> str:
+    """'in band' when the Wilson interval of the coverage k/n meets the goal band, else 'above' / 'below'
+    (the data contradict the goal: sigma conservative / optimistic); '-' without estimates."""
+    lo, hi = wilson_interval(k, n)
+    if not n:
+        return '-'
+    if lo > COVERAGE_GOAL[1]:
+        return 'above'
+    if hi < COVERAGE_GOAL[0]:
+        return 'below'
+    return 'in band'
 
 
 @dataclass
@@ -134,17 +184,37 @@ class Report:
                            f'({100 * c.confident_wrong_rate:.1f} % > {100 * CONFIDENT_WRONG_GOAL:.0f} %)')
         return out
 
+    def pooled(self) -> dict:
+        """Cells pooled per (package, estimator): the package is the family name up to its first '/'."""
+        out: dict = {}
+        for (fam, est, _par), c in self.cells.items():
+            out.setdefault((fam.split('/', 1)[0], est), Cell()).merge(c)
+        return out
+
     def as_dict(self) -> dict:
         rows = []
         for (fam, est, par), c in sorted(self.cells.items()):
             rows.append({'family': fam, 'estimator': est, 'parameter': par, 'n': c.n, 'valid': c.valid,
                          'coverage_2sigma': _num(c.coverage), 'confident_wrong_rate': _num(c.confident_wrong_rate),
                          'false_refusal_rate': _num(c.false_refusal_rate), 'good_data': c.good,
+                         'rms_z_valid_fit': _num(c.rms_z),
                          'max_abs_z_valid': _num(c.max_abs_z), 'refusal_reasons': dict(c.reasons)})
+        pooled = []
+        for (pkg, est), c in sorted(self.pooled().items()):
+            pooled.append({'package': pkg, 'estimator': est, 'n': c.n, 'valid': c.valid,
+                           'valid_model_fits': c.fit_valid, 'coverage_2sigma': _num(c.coverage),
+                           'coverage_interval': [_num(x) for x in wilson_interval(c.covered2, c.fit_valid)],
+                           'coverage_status': coverage_status(c.covered2, c.fit_valid),
+                           'confident_wrong': c.confident_wrong, 'confident_wrong_rate': _num(c.confident_wrong_rate),
+                           'confident_wrong_interval': [_num(x) for x in wilson_interval(c.confident_wrong, c.n)],
+                           'good_data': c.good, 'refused_good': c.refused_good,
+                           'false_refusal_rate': _num(c.false_refusal_rate),
+                           'false_refusal_interval': [_num(x) for x in wilson_interval(c.refused_good, c.good)],
+                           'rms_z_valid_fit': _num(c.rms_z)})
         return {'runs': self.runs, 'seed': self.seed, 'goals': {
             'coverage_2sigma': list(COVERAGE_GOAL), 'confident_wrong_rate_max': CONFIDENT_WRONG_GOAL,
-            'false_refusal_rate_max': FALSE_REFUSAL_GOAL}, 'rows': rows, 'errors': dict(self.errors),
-            'seconds': {k: round(v, 2) for k, v in self.seconds.items()}}
+            'false_refusal_rate_max': FALSE_REFUSAL_GOAL}, 'rows': rows, 'pooled': pooled,
+            'errors': dict(self.errors), 'seconds': {k: round(v, 2) for k, v in self.seconds.items()}}
 
 
 def _num(x: float):
@@ -155,9 +225,33 @@ def _pct(x: float) -> str:
     return '   -' if not math.isfinite(x) else f'{100 * x:4.0f}%'
 
 
+def _rate(k: int, n: int) -> str:
+    """'k/n x.x % [lo-hi]' with the Wilson 95 % interval; '-' when n = 0."""
+    if not n:
+        return '-'
+    lo, hi = wilson_interval(k, n)
+    return f'{k}/{n} {100 * k / n:5.1f}% [{100 * lo:.1f}-{100 * hi:.1f}]'
+
+
 def rng_for(seed: int, family: str, run: int) -> np.random.Generator:
     """The generator of run ``run`` of ``family``: independent of the other families and runs."""
     return np.random.default_rng([int(seed), zlib.crc32(family.encode()), int(run)])
+
+
+def _one_draw(draw: Callable[[np.random.Generator], list[Outcome]], name: str, seed: int, i: int):
+    """(outcomes, None) or (None, 'run i: ExcType: message'): one draw, its failure caught and described."""
+    try:
+        return list(draw(rng_for(seed, name, i))), None
+    except Exception as exc:  # noqa: BLE001 - one broken draw must not hide the others; it is reported
+        return None, f'run {i}: {type(exc).__name__}: {exc}'
+
+
+def _draw_in_worker(target: str, name: str, seed: int, i: int):
+    """A worker process's task: load the family's draw function by its registry target and run draw i."""
+    from ..registry import load_target
+    t0 = time.perf_counter()
+    out = _one_draw(load_target(target), name, seed, i)
+    return out + (time.perf_counter() - t0,)
 
 
 def run_family(name: str, draw: Callable[[np.random.Generator], list[Outcome]], runs: int, seed: int,
@@ -165,11 +259,43 @@ def run_family(name: str, draw: Callable[[np.random.Generator], list[Outcome]], 
     """Draw ``runs`` experiments of one family into ``report``; a draw that raises is counted, not fatal."""
     t0 = time.perf_counter()
     for i in range(runs):
-        try:
-            report.add(name, draw(rng_for(seed, name, i)))
-        except Exception as exc:  # noqa: BLE001 - one broken draw must not hide the others; it is reported
-            report.errors.setdefault(name, []).append(f'run {i}: {type(exc).__name__}: {exc}')
+        outcomes, error = _one_draw(draw, name, seed, i)
+        if error is None:
+            report.add(name, outcomes)
+        else:
+            report.errors.setdefault(name, []).append(error)
     report.seconds[name] = time.perf_counter() - t0
+
+
+def run_families_parallel(families: dict[str, str], runs: int, seed: int, report: Report, jobs: int) -> None:
+    """Every draw of every family (name -> registry target) over ``jobs`` worker processes (spawned, one BLAS
+    thread each). Results are added in (family, run) order, so the report equals the serial one; ``seconds`` is the
+    draws' own time summed per family (CPU-side, not wall)."""
+    import concurrent.futures as cf
+    import multiprocessing as mp
+    import os
+    saved = {k: os.environ.get(k) for k in ('OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS')}
+    os.environ.update({k: '1' for k in saved})           # inherited by the spawned workers only
+    try:
+        with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context('spawn')) as pool:
+            futures = {(name, i): pool.submit(_draw_in_worker, target, name, seed, i)
+                       for name, target in families.items() for i in range(runs)}
+            for name in families:
+                spent = 0.0
+                for i in range(runs):
+                    outcomes, error, dt = futures[(name, i)].result()
+                    spent += dt
+                    if error is None:
+                        report.add(name, outcomes)
+                    else:
+                        report.errors.setdefault(name, []).append(error)
+                report.seconds[name] = spent
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def format_report(report: Report) -> str:
@@ -178,12 +304,22 @@ def format_report(report: Report) -> str:
              'conf-wrong = valid with truth outside 3 sigma (goal <= 1 %); '
              'false-ref = refusals of well-excited consistent data (goal <= 5 %)',
              f"{'family':38s} {'estimator':10s} {'parameter':16s} {'n':>4s} {'valid':>5s} {'cover':>5s} "
-             f"{'conf-wrong':>10s} {'false-ref':>9s} {'max|z|':>7s}  main refusal"]
+             f"{'conf-wrong':>10s} {'false-ref':>9s} {'max|z|':>7s} {'rms z':>6s}  main refusal"]
     for (fam, est, par), c in sorted(report.cells.items()):
         reason = max(c.reasons, key=c.reasons.get) if c.reasons else ''
+        rms = '     -' if not math.isfinite(c.rms_z) else f'{c.rms_z:6.2f}'
         lines.append(f'{fam:38s} {est:10s} {par:16s} {c.n:4d} {c.valid:5d} {_pct(c.coverage):>5s} '
                      f'{_pct(c.confident_wrong_rate):>10s} {_pct(c.false_refusal_rate):>9s} '
-                     f'{c.max_abs_z:7.2f}  {reason}')
+                     f'{c.max_abs_z:7.2f} {rms}  {reason}')
+    lines.append('')
+    lines.append('pooled per package and estimator (all parameters; rates with Wilson 95 % intervals):')
+    lines.append(f"{'package':14s} {'estimator':10s} {'n':>5s} {'valid':>5s} {'coverage (valid, model fits)':>34s} "
+                 f"{'confident-wrong':>26s} {'false refusal (good data)':>30s} {'rms z':>6s}")
+    for (pkg, est), c in sorted(report.pooled().items()):
+        lines.append(f'{pkg:14s} {est:10s} {c.n:5d} {c.valid:5d} '
+                     f'{_rate(c.covered2, c.fit_valid):>24s} {coverage_status(c.covered2, c.fit_valid):>9s} '
+                     f'{_rate(c.confident_wrong, c.n):>26s} {_rate(c.refused_good, c.good):>30s} '
+                     f"{'     -' if not math.isfinite(c.rms_z) else f'{c.rms_z:6.2f}'}")
     for fam, errs in report.errors.items():
         lines.append(f'error: {fam}: {len(errs)} draw(s) raised; first: {errs[0]}')
     bad = report.violations()
@@ -202,6 +338,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument('--seed', type=int, default=0)
     p.add_argument('--family', nargs='*', default=['*'], metavar='PATTERN',
                    help=f"family names or shell patterns (default all: {', '.join(fams) or 'none'})")
+    p.add_argument('--jobs', type=int, default=1, help='worker processes for the draws (default 1; the report '
+                   'is identical for any number)')
     p.add_argument('--yaml', help='write the rows as YAML to this file')
     p.add_argument('--check', action='store_true', help='exit 1 when a confident-wrong rate exceeds the goal')
     p.add_argument('--list', action='store_true', help='list the families and exit')
@@ -213,14 +351,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.runs < 1:
         print('contact-dynamics calibrate: error: --runs must be >= 1', file=sys.stderr)
         return 2
+    if args.jobs < 1:
+        print('contact-dynamics calibrate: error: --jobs must be >= 1', file=sys.stderr)
+        return 2
     chosen = [n for n in fams if any(fnmatch.fnmatchcase(n, pat) for pat in args.family)]
     if not chosen:
         print(f"contact-dynamics calibrate: error: no family matches {' '.join(args.family)} "
               f"(known: {', '.join(fams) or 'none'})", file=sys.stderr)
         return 2
     report = Report(args.runs, args.seed)
-    for name in chosen:
-        run_family(name, load_target(fams[name].target), args.runs, args.seed, report)
+    if args.jobs > 1:
+        run_families_parallel({name: fams[name].target for name in chosen}, args.runs, args.seed, report, args.jobs)
+    else:
+        for name in chosen:
+            run_family(name, load_target(fams[name].target), args.runs, args.seed, report)
     print(format_report(report))
     if args.yaml:
         import yaml
