@@ -163,9 +163,10 @@ def main() -> int:
     print(f'contact_estimator (RLS + GLS, 20 Hz, max_samples_per_update from the config) vs a bare rclpy '
           f'subscriber (same QoS, depth {args.queue}, same executor: {type(executor).__name__}), {args.seconds:g} s '
           f'per rate; machine shared with other jobs: figures under load')
-    print('dropped.queue: ' + ('exact (publication sequence numbers)' if kind == 'single' else
-                               'what Fast DDS reports as message lost (not keep-last overwrites); '
-                               'CONTACT_DYNAMICS_EXECUTOR=single counts them exactly, at a higher cost per message'))
+    info = os.environ.get('CONTACT_DYNAMICS_MESSAGE_INFO', '1') != '0'
+    print(f'executor: {kind}; dropped.queue: ' + ('exact (publication sequence numbers, with either executor)' if info
+                                                  else 'what Fast DDS reports as message lost (not keep-last '
+                                                       'overwrites): CONTACT_DYNAMICS_MESSAGE_INFO=0'))
     head = (f"{'rate/topic':>10} {'published':>10} {'pub Hz':>8} {'bare rx':>8} {'bare Hz':>8} {'node rx':>8} "
             f"{'accepted':>8} {'node Hz':>8} {'node/bare':>9}  {'drops by cause (wrench)':28} {'upd wall p99/max':>16} {'cpu p99/max ms':>14}"
             f"  estimate")

@@ -2,7 +2,11 @@
 
 A node's callbacks only count and copy samples; what became of every sample is accounted for per input:
 received (callbacks) = accepted + pending + dropped.<cause>, plus ``dropped.queue``, the messages lost
-before the callback (publication sequence numbers, or the middleware's message-lost event).
+before the callback: gaps in each publisher's publication sequence numbers, with either executor
+(``with_message_info``), or the middleware's message-lost event when that reports more. Under the default
+EventsExecutor the losses are in the subscription's keep-last DDS history: the executor takes, per
+new-message event, one message; a message the history overwrote before its turn is gone (the take comes back
+empty) and Fast DDS's message-lost event does not report it — the sequence gap does.
 
 A message that fails its structural check (``messages.checks``: JointState array lengths, a configured joint
 missing, a bad quaternion) is dropped in the callback, counted under the check's cause in its input's ledger
@@ -12,6 +16,7 @@ of an input behind a ``StampGate``.
 """
 from __future__ import annotations
 
+import inspect
 import time
 from collections import Counter
 from typing import Callable
@@ -22,7 +27,7 @@ from rclpy.event_handler import SubscriptionEventCallbacks, UnsupportedEventType
 from .meters import ERROR, OK, OVERLOAD_CAUSES, WARN, InputStats, RateMeter, message_info_callbacks, status
 from .qos import sensor_qos
 
-__all__ = ['LOG_INTERVAL_S', 'NodeInputs', 'gate_account']
+__all__ = ['LOG_INTERVAL_S', 'NodeInputs', 'gate_account', 'with_message_info']
 
 #: at most one log line per input and drop cause in this many seconds
 LOG_INTERVAL_S = 5.0
@@ -33,6 +38,29 @@ def gate_account(gate, pending: int = 0, **dropped: int) -> tuple[int, int, dict
     accepted samples and drop causes, plus the ``dropped`` counts the caller adds (ring-buffer overflow, samples
     refused before the gate, ...), for ``NodeInputs.input_ledger``."""
     return gate.counts.accepted, pending, {**gate.counts.dropped(), **dropped}
+
+
+def with_message_info(on_message: Callable) -> Callable:
+    """A subscription callback that hands ``on_message(msg, info)`` the message and its MessageInfo (the
+    publisher's GID and publication sequence number) under either executor.
+
+    rclpy picks the MessageInfo form by the callback's signature (two positional parameters). The
+    SingleThreadedExecutor then calls ``callback(msg, info)``; rclpy 9.1's EventsExecutor (C++) calls
+    ``callback((msg, info))`` with the tuple that ``take_message`` returned. This callable declares two
+    parameters (``__signature__``) and accepts both calls, so the sequence numbers reach the ledger with the
+    default executor too.
+    """
+    def callback(*args) -> None:
+        if len(args) == 1:
+            msg, info = args[0]                 # EventsExecutor: the (msg, info) tuple as one argument
+        else:
+            msg, info = args
+        on_message(msg, info)
+
+    positional = inspect.Parameter.POSITIONAL_ONLY
+    callback.__signature__ = inspect.Signature([inspect.Parameter('msg', positional),
+                                                inspect.Parameter('info', positional)])
+    return callback
 
 
 class NodeInputs:
@@ -76,9 +104,10 @@ class NodeInputs:
         events = SubscriptionEventCallbacks(message_lost=on_lost)
         cb = callback
         if message_info_callbacks():
-            def cb(msg, info):
+            def on_message(msg, info) -> None:
                 stats.sequence(info)
                 callback(msg)
+            cb = with_message_info(on_message)
         try:
             return self.create_subscription(msg_type, topic, cb, sensor_qos(depth), event_callbacks=events)
         except UnsupportedEventTypeError:          # a middleware without the message-lost event

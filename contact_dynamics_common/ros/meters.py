@@ -44,9 +44,13 @@ class InputStats(RateMeter):
     """One input's counters at the callback: received (``count``), rate, age, and the samples lost before the
     callback (the subscription queue overflowing, transport losses).
 
-    ``lost_in_queue``: gaps in each publisher's publication sequence numbers (exact; needs callbacks with
-    MessageInfo, i.e. ``message_info_callbacks()``); ``lost_reported``: what the middleware's message-lost
-    event reports (Fast DDS: transport-level losses only, not keep-last queue overwrites).
+    ``lost_in_queue``: gaps in each publisher's publication sequence numbers (callbacks with MessageInfo,
+    ``message_info_callbacks()``): exact for every message lost after the first one taken from that publisher,
+    wherever it was lost — in transport (best effort), or overwritten in the subscription's keep-last DDS
+    history (depth ``input_queue_size``) before the executor took it. ``lost_reported``: what the middleware's
+    message-lost event reports (Fast DDS: transport-level losses only, not keep-last overwrites). Messages a
+    publisher sent before the first one this subscription took cannot be told from messages sent before it
+    matched, and are not counted.
     """
 
     #: MessageInfo dicts kept by the callback before they are counted (bounds the pending list)
@@ -90,9 +94,11 @@ class InputStats(RateMeter):
 
 
 def message_info_callbacks() -> bool:
-    """Whether subscription callbacks can receive MessageInfo (publication sequence numbers): with the
-    single-threaded executor. rclpy 9.3's EventsExecutor (the default here) fails on two-argument callbacks."""
-    return os.environ.get('CONTACT_DYNAMICS_EXECUTOR', 'events') == 'single'
+    """Whether the input callbacks take each message's MessageInfo (publication sequence numbers), which
+    counts every message lost before the callback exactly: yes with both executors (``inputs.with_message_info``
+    adapts to the EventsExecutor's one-argument call). CONTACT_DYNAMICS_MESSAGE_INFO=0 turns it off (then only
+    the middleware's message-lost event is counted; for cost comparisons in bench/bench_node_overload.py)."""
+    return os.environ.get('CONTACT_DYNAMICS_MESSAGE_INFO', '1') != '0'
 
 
 #: drop causes that mean the node did not keep up (the others are rejected input)
