@@ -180,3 +180,32 @@ def test_batched_detection_equals_one_by_one():
         np.testing.assert_array_equal(one.feature, m.feature[js])
         np.testing.assert_allclose(one.point, m.point[js], atol=1e-15)
         np.testing.assert_allclose(one.depth, m.depth[js], atol=1e-15)
+
+
+def test_wrong_geometry_and_inputs_give_one_line_reasons_not_nan():
+    """Non-positive or non-finite peg radius, non-finite or misshaped endpoints, a hole that does not fit its box:
+    ValueError with a one-line reason. A peg as wide as the hole or wider with its axis on the hole axis inside
+    the cavity gave NaN contacts (wall normal 0/0): now finite (that ring contact is not reported), alone and in a
+    batch, and a narrow peg touching the bottom on the axis still gives its cap contact."""
+    hole = HoleGeometry(radius=0.02, height=0.05)
+    p0, p1 = np.array([[0.0, 0.0, 0.03]]), np.array([[0.0, 0.0, 0.12]])
+    for radius in (0.0, -0.01, float('nan'), float('inf')):
+        with pytest.raises(ValueError, match='peg radius') as err:
+            detect(p0, p1, radius, hole)
+        assert '\n' not in str(err.value)
+    for radius in (0.02, 0.025):
+        for m in (detect(p0, p1, radius, hole), detect(np.vstack([p0, p0 + [0.001, 0, 0]]), np.vstack([p1, p1]),
+                                                       radius, hole)):
+            assert np.isfinite(m.point).all() and np.isfinite(m.normal).all() and np.isfinite(m.depth).all()
+    with pytest.raises(ValueError, match='finite'):
+        detect(np.array([[0.0, np.nan, 0.03]]), p1, 0.01, hole)
+    with pytest.raises(ValueError, match='finite'):
+        detect(np.vstack([p0, p0]), np.array([[0.0, 0.0, 0.12], [np.inf, 0.0, 0.1]]), 0.01, hole)
+    with pytest.raises(ValueError, match=r'\(N, 3\)'):
+        detect(np.zeros((2, 2)), np.zeros((2, 2)), 0.01, hole)
+    for bad in (dict(radius=0.0, height=0.05), dict(radius=0.02, height=-1.0), dict(radius=0.02, height=0.05, a=0.03),
+                dict(radius='x', height=0.05)):
+        with pytest.raises(ValueError, match='hole'):
+            HoleGeometry(**bad)
+    m = detect(np.array([[0.0, 0.0, 0.014]]), p1, 0.015, hole)       # 1 mm into the bottom, on the axis
+    assert m.labels() == ["CAP"] and m.depth[0] == pytest.approx(0.001, abs=1e-12)

@@ -41,6 +41,18 @@ class HoleGeometry:
     a: float = 0.1
     b: float = 0.1
 
+    def __post_init__(self):
+        for name in ('radius', 'height', 'a', 'b'):
+            v = getattr(self, name)
+            try:
+                f = float(v)
+            except (TypeError, ValueError):
+                f = math.nan
+            if not (math.isfinite(f) and (f > 0 or (name == 'height' and f == 0))):
+                raise ValueError(f'hole {name} must be a finite positive length in m (got {v!r})')
+        if 2 * self.radius > min(self.a, self.b):
+            raise ValueError(f'hole cavity diameter {2 * self.radius} m does not fit the {self.a} x {self.b} m box')
+
     @property
     def c(self) -> float:
         return self.height + self.radius
@@ -195,12 +207,23 @@ def detect(peg_p0, peg_p1, peg_radius, hole: HoleGeometry, hole_rotation=None, h
 
     Cost: a fixed number of small array operations (most of them the rim search's levels, run for pairs with an
     endpoint above the opening plane; an endpoint further than r_p from the rim circle is not searched) plus
-    the per-pair arithmetic."""
+    the per-pair arithmetic.
+
+    A peg at least as wide as the hole (Δ_r ≤ 0) rests on the rim or the top face; an endpoint of such a peg
+    exactly on the hole axis inside the cavity touches the wall all around, with no single normal: that cap or
+    wall contact is not reported (it gave NaN before); likewise a rim contact whose point lies on the rim circle
+    itself (distance 0, no normal). Raises ``ValueError`` (one line) for a peg radius that is
+    not a positive finite length, endpoints of other shapes than (N, 3), or non-finite endpoints / poses."""
     P0w = np.atleast_2d(np.asarray(peg_p0, float))
     P1w = np.atleast_2d(np.asarray(peg_p1, float))
     N = len(P0w)
+    if P0w.ndim != 2 or P0w.shape[1:] != (3,) or P1w.shape != P0w.shape:
+        raise ValueError(f'peg endpoints must be two (N, 3) arrays of one shape (got {P0w.shape} and {P1w.shape})')
     rp = np.broadcast_to(np.asarray(peg_radius, float), (N,))
     r, h = hole.radius, hole.height
+    lo, hi = (float(rp[0]), float(rp[0])) if N == 1 else (float(rp.min()), float(rp.max())) if N else (1.0, 1.0)
+    if N and not (lo > 0.0 and math.isfinite(hi)):
+        raise ValueError(f'peg radius must be a positive finite length in m (got {lo}..{hi} m)')
     z0, z1, c = r, r + h, hole.c
     # into the hole frame (an identity pose is skipped: the same numbers)
     if hole_rotation is None and hole_position is None:
@@ -217,7 +240,9 @@ def detect(peg_p0, peg_p1, peg_radius, hole: HoleGeometry, hole_rotation=None, h
             np.broadcast_to(np.asarray(hole_rotation, float), (N, 3, 3))
         ph = np.zeros((N, 3)) if hole_position is None else np.broadcast_to(np.asarray(hole_position, float), (N, 3))
         E = np.stack([np.einsum('nji,nj->ni', Rh, P0w - ph), np.einsum('nji,nj->ni', Rh, P1w - ph)], axis=1)
-    if N == 1 and np.all(np.isfinite(E)):
+    if not np.isfinite(E).all():
+        raise ValueError('peg endpoints and hole poses must be finite (a NaN or inf was given)')
+    if N == 1:
         rows = _detect_one(E[0, 0].tolist(), E[0, 1].tolist(), float(rp[0]), hole, levels)
         if rows is not None:
             return _manifold_one(rows, Rh, ph, dedup_tol)
@@ -228,7 +253,7 @@ def detect(peg_p0, peg_p1, peg_radius, hole: HoleGeometry, hole_rotation=None, h
     # case 1: bottom cap
     u = E - np.array([0.0, 0.0, z0])
     du = np.linalg.norm(u, axis=2)
-    m = (ez <= z0) & (du > dr)
+    m = (ez <= z0) & (du > dr) & (du > 0.0)
     if m.any():
         pi, ei = np.nonzero(m)
         un = u[pi, ei] / du[pi, ei][:, None]
@@ -237,7 +262,7 @@ def detect(peg_p0, peg_p1, peg_radius, hole: HoleGeometry, hole_rotation=None, h
     w = E.copy()
     w[..., 2] = 0.0
     rho = np.linalg.norm(w, axis=2)
-    m = (ez > z0) & (ez < z1) & (rho > dr)
+    m = (ez > z0) & (ez < z1) & (rho > dr) & (rho > 0.0)
     if m.any():
         pi, ei = np.nonzero(m)
         wn = w[pi, ei] / rho[pi, ei][:, None]
@@ -286,8 +311,8 @@ def detect(peg_p0, peg_p1, peg_radius, hole: HoleGeometry, hole_rotation=None, h
 def _detect_one(E0: list, E1: list, rp: float, hole: HoleGeometry, levels: int):
     """The contacts of one pair (endpoints in the hole frame) in plain Python floats: ``detect``'s cases with the
     same operations in the same order (norms summed as numpy sums three terms), so the same numbers without the
-    fixed cost of the array path. Rows (feature, s, C, n, δ) in ``detect``'s order; None when a division by zero
-    would occur (a degenerate pose: the array path gives its NaN/inf there)."""
+    fixed cost of the array path. Rows (feature, s, C, n, δ) in ``detect``'s order; a contact whose normal would
+    be 0/0 (an endpoint on the hole axis or on the rim circle itself) is left out, as in the array path."""
     r, h = hole.radius, hole.height
     z0, z1, c = r, r + h, hole.c
     dr = r - rp
@@ -298,15 +323,11 @@ def _detect_one(E0: list, E1: list, rp: float, hole: HoleGeometry, levels: int):
     for e, (x, y, z) in enumerate((E0, E1)):                    # case 1: bottom cap
         uz = z - z0
         du = math.sqrt((x * x + y * y) + uz * uz)
-        if z <= z0 and du > dr:
-            if du == 0.0:
-                return None
+        if z <= z0 and du > dr and du > 0.0:
             ux, uy, uz = x / du, y / du, uz / du
             rows.append((CAP, float(e), (0.0 + r * ux, 0.0 + r * uy, z0 + r * uz), (-ux, -uy, -uz), du + rp - r))
     for e, (x, y, z) in enumerate((E0, E1)):                    # case 2: cylindrical wall
-        if z0 < z < z1 and rho[e] > dr:
-            if rho[e] == 0.0:
-                return None
+        if z0 < z < z1 and rho[e] > dr and rho[e] > 0.0:
             wx, wy = x / rho[e], y / rho[e]
             rows.append((BODY, float(e), (r * wx, r * wy, z), (-wx, -wy, -0.0), rho[e] + rp - r))
     if E0[2] >= z1 or E1[2] >= z1:                              # case 3: rim
@@ -314,16 +335,12 @@ def _detect_one(E0: list, E1: list, rp: float, hole: HoleGeometry, levels: int):
             lb = math.sqrt((rho[e] - r) * (rho[e] - r) + (z - z1) * (z - z1))
             if lb < rp * (1 + 1e-9) + 1e-12:
                 phi, d, _ = _rim_one((0.0 - x, 0.0 - y, z1 - z), (0.0, 0.0, 0.0), r, levels)
-                if d < rp:
-                    if d == 0.0:
-                        return None
+                if 0.0 < d < rp:
                     R = (r * math.cos(phi), r * math.sin(phi), z1)
                     rows.append((RIM_CAP0 + e, float(e), R, ((x - R[0]) / d, (y - R[1]) / d, (z - R[2]) / d), rp - d))
         A = [b - a for a, b in zip(E0, E1)]
         phi, d, sb = _rim_one((0.0 - E0[0], 0.0 - E0[1], z1 - E0[2]), A, r, levels)
-        if d < rp and 0.0 < sb < 1.0:
-            if d == 0.0:
-                return None
+        if 0.0 < d < rp and 0.0 < sb < 1.0:
             R = (r * math.cos(phi), r * math.sin(phi), z1)
             Rp = [a + sb * da for a, da in zip(E0, A)]
             rows.append((RIM_BODY, sb, R, ((Rp[0] - R[0]) / d, (Rp[1] - R[1]) / d, (Rp[2] - R[2]) / d), rp - d))
@@ -350,7 +367,7 @@ def _rim(Ea, idx, rpi, rho, r, z1, levels, out) -> None:
             phi, d, _ = _rim_search_scalar(top - Ea[k, f], np.zeros((k.size, 3)), r, levels)
         else:
             phi, d = _rim_search_points(top - Ea[k, f], r, levels)
-        hit = d < rpi[k]
+        hit = (d < rpi[k]) & (d > 0.0)
         if hit.any():
             R = ring(phi[hit])
             P = Ea[k[hit], f]
@@ -358,7 +375,7 @@ def _rim(Ea, idx, rpi, rho, r, z1, levels, out) -> None:
                         rpi[k[hit]] - d[hit]))
     A0, A = Ea[:, 0], Ea[:, 1] - Ea[:, 0]
     phi, d, s_b = (_rim_search_scalar if len(A) <= _SCALAR_MAX else _rim_search)(top - A0, A, r, levels)
-    hit = (d < rpi) & (s_b > 0.0) & (s_b < 1.0)
+    hit = (d < rpi) & (d > 0.0) & (s_b > 0.0) & (s_b < 1.0)
     if hit.any():
         R = ring(phi[hit])
         Rp = A0[hit] + s_b[hit][:, None] * A[hit]
