@@ -2,8 +2,10 @@
 
 /joint_states (sensor_msgs/JointState, names strut_1..6): position = L_i [m], velocity = L_dot_i [m/s],
 effort = F_a,i [N] from the 13-body model (prescribed x, y, z, xy, rot or 6-DOF multisine motion about home,
-or free fall with F_a = 0). The truth (base parameters and friction) goes into the bag's custom_data
-'ground_truth' and into BAG/truth.yaml.
+or free fall with F_a = 0). The truth (base parameters and friction, SI units) goes into the bag's
+custom_data 'ground_truth' and into BAG/truth.yaml (with its units; the format read by ``pkm-identify``,
+pkm_identification.report and doc/pkm_machines.md#truth-yaml). ``--machine`` takes a name in
+config/pkm_machines/ or a machine file path (doc/pkm_machines.md).
 """
 from __future__ import annotations
 
@@ -56,8 +58,12 @@ def write_bag(path, rec, *, strut_names=tuple(f'strut_{i}' for i in range(1, 7))
                       {'header': {'stamp': {'sec': sec, 'nanosec': nanosec}, 'frame_id': ''},
                        'name': list(strut_names), 'position': L[k].tolist(),
                        'velocity': rec.Ld[k].tolist() if velocity else [], 'effort': F[k].tolist()}, ns)
+    doc = {'ground_truth': truth, 'units': {n: u for n, u in zip(D.ALL_NAMES, D.ALL_UNITS) if n in truth},
+           'scenario': rec.name}
+    if extra and 'machine' in extra:
+        doc['machine'] = str(extra['machine'])
     with open(path / 'truth.yaml', 'w', encoding='utf-8') as f:
-        yaml.safe_dump({'ground_truth': truth, 'scenario': rec.name}, f, sort_keys=False)
+        yaml.safe_dump(doc, f, sort_keys=False)
     return path
 
 
