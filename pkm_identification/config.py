@@ -105,6 +105,11 @@ PARAMS: list[ParamSpec] = [
               'convergence (drift, oscillation) is judged.', low=8, high=100000),
     ParamSpec('save_path', 'pkm_estimate.yaml', '~/save writes the estimate (values, sigma, covariance, flags, '
               'machine, model) to this YAML file.'),
-    ParamSpec('publish_rate', 20.0, 'Estimation and publishing rate (timer on the node clock).', low=0.1,
-              high=1000.0, unit='Hz'),
+    ParamSpec('update_block', 50, 'Samples per processing block: the pipeline (derivatives, kinematics, parallel '
+              'filter, UKF) runs on fixed blocks of this many samples counted in the data, and an estimate is '
+              'published at every block boundary, so its values at a data stamp never depend on how the '
+              'samples fell into timer ticks (live node == run-bag to the last bit); adds up to one block of '
+              'latency (50 = 50 ms at 1 kHz).', low=1, high=100000),
+    ParamSpec('publish_rate', 20.0, 'Rate of the timer that runs the completed blocks and publishes their '
+              'estimates (node clock).', low=0.1, high=1000.0, unit='Hz'),
 ]

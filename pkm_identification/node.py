@@ -7,7 +7,8 @@ Publishes   ~/parameters (contact_dynamics/ParameterEstimate), ~/platform_inerti
 Services    ~/reset (std_srvs/Trigger: back to the prior), ~/freeze (std_srvs/SetBool: stop updating, keep
             predicting), ~/set_active_set (contact_dynamics/PkmSetActiveSet: staged estimation), ~/save
             (std_srvs/Trigger: estimate to the YAML file save_path); the lifecycle services.
-Callbacks only copy samples into the pipeline's ring buffer; identification runs on a timer at publish_rate.
+Callbacks only copy samples into the pipeline's ring buffer; identification runs on a timer at publish_rate, in
+fixed blocks of update_block samples, and every block's estimate is published (stamped with its last sample).
 """
 from __future__ import annotations
 
@@ -77,12 +78,13 @@ class PkmIdentifierNode(EstimatorNode):
                                        msg.effort)
 
     def update(self) -> None:
-        est = self.pipeline.step()
-        if est is not None:
-            self.latest = est
+        estimates = self.pipeline.step_blocks()      # one per completed block: the same stamps as run-bag
+        if estimates:
+            self.latest = estimates[-1]
         self.log_error_once(self.pipeline.last_error)
-        for topic, _, fields in publications(est, self.params):
-            self.pubs[topic].publish(fill(TYPES[topic](), fields))
+        for est in estimates:
+            for topic, _, fields in publications(est, self.params):
+                self.pubs[topic].publish(fill(TYPES[topic](), fields))
 
     # --- services ---
     def _on_freeze(self, request, response):

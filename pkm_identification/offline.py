@@ -26,5 +26,5 @@ class OfflinePkmIdentifier(OfflineNodeBase):
                                          vel[sl] if vel is not None else None, cols['effort'][sl])
 
     def tick(self, now_ns: int) -> list[tuple[str, str, dict]]:
-        return [(self.resolve(topic), type_name, fields)
-                for topic, type_name, fields in publications(self.pipeline.step(), self.params)]
+        return [(self.resolve(topic), type_name, fields) for est in self.pipeline.step_blocks()
+                for topic, type_name, fields in publications(est, self.params)]

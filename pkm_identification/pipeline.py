@@ -18,9 +18,11 @@ Per JointState sample (strut lengths L, optional velocities L_dot, actuator forc
     0.6 x the cut-off, L_dot from the positions) for the conditioning term; convergence snapshots every
     trust_block used samples; the estimate (``estimate``): honest covariance, identifiability against the
     model-error scale, unmodelled-friction test, one verdict (trust.verdict.judge).
-Samples are processed strictly in order and every statistic is counted in samples, whatever the batching
-between updates, so a live node, a chunked replay and run-bag of the same data give the same estimate and the
-same verdict at every stamp.
+Samples are processed strictly in order, in fixed blocks of update_block samples counted in the data (an
+incomplete block waits for more data; the block before a gap is processed as it is), every statistic is
+counted in samples, and an estimate is taken at every block boundary (``step_blocks``): a live node, a chunked
+replay and run-bag of the same data run the same arithmetic on the same arrays, so they publish the same
+estimates at the same data stamps, equal to the last bit, whatever the batching between updates.
 """
 from __future__ import annotations
 
@@ -151,6 +153,8 @@ class PkmPipeline:
         if self.state_sigma is not None and params['parallel_filter_hz'] > 0:
             raise ConfigError('state_noise_std.* (white-noise errors-in-variables weighting) needs '
                               'parallel_filter_hz: 0 (the filter colours the noise R_k assumes white)')
+        self.block = int(params['update_block'])
+        self._collect: list | None = None
         self.h = int(params['derivative_half_window'])
         self.order = int(params['derivative_order'])
         if self.order >= 2 * self.h + 1:
@@ -270,8 +274,28 @@ class PkmPipeline:
 
     # ------------------------------------------------------------------ processing
     def step(self) -> PkmEstimate | None:
-        """Process every sample that has its full differentiation window; return the estimate, or None when no
-        new sample was used since the last one (the convergence history then holds one entry per update)."""
+        """Process every complete block of update_block samples that have their full differentiation window;
+        return the estimate at the last block boundary, or None when no new sample was used since the last
+        one."""
+        self._ingest()
+        if self.counts_used == self._reported_used:
+            return None                              # nothing new since the last estimate: publish nothing
+        self._reported_used = self.counts_used
+        return self.estimate()
+
+    def step_blocks(self) -> list[PkmEstimate]:
+        """As ``step``, but the estimate at every block boundary reached (in data order; none for a block that
+        used no new sample): what the node and run-bag publish, the same list however the samples were split
+        between calls."""
+        self._collect = []
+        try:
+            self._ingest()
+            out = self._collect
+        finally:
+            self._collect = None
+        return out
+
+    def _ingest(self) -> None:
         stamps, rows = self.buffer.pop_all()
         if len(stamps):
             finite = np.isfinite(rows[:, 0:6]).all(1) & np.isfinite(rows[:, 12:18]).all(1)
@@ -281,10 +305,6 @@ class PkmPipeline:
                     self.reset()
                 if len(seg.index):
                     self._append(stamps[seg.index], rows[seg.index])
-        if self.counts_used == self._reported_used:
-            return None                              # nothing new since the last estimate: publish nothing
-        self._reported_used = self.counts_used
-        return self.estimate()
 
     def _append(self, t: np.ndarray, x: np.ndarray) -> None:
         self._win_t = np.concatenate([self._win_t, t])
@@ -304,7 +324,10 @@ class PkmPipeline:
         self._next -= keep
 
     def _process_range(self, lo: int, hi: int, final: bool) -> None:
-        """Process window samples k in [max(next, lo + h), hi - h) (samples with h neighbours each side)."""
+        """Process window samples k in [max(next, lo + h), hi - h) (samples with h neighbours each side) in
+        blocks of update_block samples; the incomplete last block waits for more data unless the range is
+        ``final`` (it ends at a gap in the data). Every vectorised step then sees the same arrays however the
+        samples arrived (round-off included), and the state is observed only at block boundaries."""
         h = self.h
         first = max(self._next, lo + h)
         last = hi - h
@@ -312,8 +335,24 @@ class PkmPipeline:
             if final:
                 self._next = max(self._next, hi)
             return
+        stops = list(range(first + self.block, last + 1, self.block))
+        if final and (not stops or stops[-1] < last):
+            stops.append(last)
+        start = first
+        for stop in stops:
+            self._next = stop
+            self._process_block(start, stop)
+            start = stop
+            if self._collect is not None and self.counts_used != self._reported_used:
+                self._reported_used = self.counts_used
+                self._collect.append(self.estimate())
+        if final:
+            self._next = hi
+
+    def _process_block(self, first: int, last: int) -> None:
+        """Derivatives, kinematics and the updates of window samples k in [first, last)."""
+        h = self.h
         ks = np.arange(first, last)
-        self._next = hi if final else last
         t = self._win_t
         x = self._win_x
         win = ks[:, None] + np.arange(-h, h + 1)[None, :]
