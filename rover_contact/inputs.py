@@ -8,7 +8,7 @@ older than the last accepted one of its input). ``state()`` raises InputError wh
 """
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -24,9 +24,19 @@ from .models.rover3d import ModelError, RoverModel, load_roles
 
 NS = 1e-9
 
+#: accepted Odometry samples kept to place an obstacle hypothesis's origin at its stamp (82 s at 50 Hz)
+ODOM_TRACK = 4096
+
 
 class InputError(RuntimeError):
     """No usable state: the reason is the message."""
+
+
+def _rotate(q_xyzw: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """v rotated by the unit quaternion (x, y, z, w): v + 2w (u × v) + 2 u × (u × v), u = (x, y, z)."""
+    u, w = q_xyzw[0:3], q_xyzw[3]
+    t = 2.0 * np.cross(u, v)
+    return v + w * t + np.cross(u, t)
 
 
 def resolve_config_path(path: str) -> Path:
@@ -74,7 +84,8 @@ class Hypothesis:
     contact_model: str = ''
     height: float = 0.0
     seq: int = 0
-    origin: np.ndarray | None = None
+    origin: np.ndarray | None = None      # base position (world x, y) at ``stamp_ns``, from the odometry track
+    origin_final: bool = False            # bracketed by odometry samples (or before the track): fixed from now on
 
 
 #: per input: the prefix of its count keys, the key of received samples, of accepted ones, and the causes a
@@ -129,6 +140,8 @@ class RoverInputs:
         self.jvel = np.zeros(len(self.names))
         self.pose = np.array([0, 0, 0, 0, 0, 0, 1.0])
         self.twist = np.zeros(6)
+        # accepted odometry in stamp order: (stamp_ns, x, y, world vx, world vy) — where the base was at a stamp
+        self._track: deque = deque(maxlen=ODOM_TRACK)
         self.default_wheels = list(self.default_wheels or m.roles.contact_wheels_default or m.wheel_names[:2])
         bad = [w for w in self.default_wheels if w not in m.wheel_names]
         if bad:
@@ -252,8 +265,40 @@ class RoverInputs:
         self.pose = np.concatenate([vals[0:3], vals[3:7] / qn])
         self.twist = vals[7:13]
         self.odom_stamp = int(stamp_ns)
+        if self._track and stamp_ns <= self._track[-1][0]:
+            self._track.clear()                  # the gate accepted a time jump: a new timeline
+        v_world = _rotate(self.pose[3:7], self.twist[0:3])
+        self._track.append((int(stamp_ns), self.pose[0], self.pose[1], v_world[0], v_world[1]))
+        if self.obstacle is not None and not self.obstacle.origin_final:
+            self._place_origin(self.obstacle)
         self.counts['odometry_accepted'] += 1
         return True
+
+    def _place_origin(self, h: Hypothesis) -> None:
+        """The base position (world x, y) at the hypothesis's stamp t_h, from the odometry track (data time only, so
+        the same whichever of the hypothesis and the odometry arrived first, live or in run-bag):
+        p(t_h) = p_a + (p_b − p_a)(t_h − t_a)/(t_b − t_a) between the samples a (last at or before t_h) and b (first
+        after): final; with a only, p_a + v_a (t_h − t_a) (v_a its world velocity): refined when b arrives; with b
+        only (t_h before the track), p_b: final. No odometry yet: no origin (nothing driven)."""
+        if not self._track:
+            return
+        a = b = None
+        for sample in reversed(self._track):
+            if sample[0] > h.stamp_ns:
+                b = sample
+            else:
+                a = sample
+                break
+        if a is not None and b is not None:
+            w = (h.stamp_ns - a[0]) / (b[0] - a[0])
+            h.origin = np.array([a[1] + w * (b[1] - a[1]), a[2] + w * (b[2] - a[2])])
+            h.origin_final = True
+        elif a is not None:
+            dt = (h.stamp_ns - a[0]) * NS
+            h.origin = np.array([a[1] + a[3] * dt, a[2] + a[4] * dt])
+        else:
+            h.origin = np.array([b[1], b[2]])
+            h.origin_final = True
 
     def hypothesis(self, stamp_ns: int, frame_id: str, face_normal_out, beta: float, height: float,
                    distance: float, wheels, step_edge: bool, k: float = 0.0, p: float = 1.5, e: float = 0.9,
@@ -308,7 +353,7 @@ class RoverInputs:
             return False
         self._obstacle_seq += 1
         h.seq = self._obstacle_seq
-        h.origin = self.pose[0:3].copy()          # base position when the hypothesis arrived
+        self._place_origin(h)                    # base position at the hypothesis's stamp
         self.obstacle = h
         self.counts['obstacle_accepted'] += 1
         return True
@@ -347,9 +392,11 @@ class RoverInputs:
         return float((R @ self.twist[0:3])[0:2] @ heading)
 
     def time_to_contact(self) -> float:
-        """(distance_m − distance driven along the heading since the hypothesis arrived) / forward speed [s] (the
-        ImpactIndicator.time_to_contact field documents the same);
-        inf when the distance is unknown or the rover does not approach, 0 once the face is reached."""
+        """(distance_m − distance driven along the heading since the hypothesis's stamp) / forward speed [s] (the
+        ImpactIndicator.time_to_contact field documents the same); the base position at that stamp is placed on
+        the odometry track (``_place_origin``), so the figure depends on data time only, never on the order in
+        which the hypothesis and the odometry arrived; inf when the distance is unknown or the rover does not
+        approach, 0 once the face is reached."""
         if self.obstacle is None or not np.isfinite(self.obstacle.distance):
             return float('inf')
         v = self.forward_speed()
@@ -357,7 +404,7 @@ class RoverInputs:
             return float('inf')
         driven = 0.0
         if self.obstacle.origin is not None:
-            driven = float((self.pose[0:2] - self.obstacle.origin[0:2]) @ self._attitude()[1])
+            driven = float((self.pose[0:2] - self.obstacle.origin) @ self._attitude()[1])
         return max(self.obstacle.distance - driven, 0.0) / v
 
     def slip(self) -> float:

@@ -272,13 +272,16 @@ def test_robot_description_rebuilds_model_or_is_rejected(rover):
 
 def test_live_equals_run_bag_with_contact_wheels(tmp_path):
     """A bag whose hypotheses name one contact wheel (front_left): run-bag and the live node (the bag played over
-    DDS under sim time) both use it, and agree at every common data stamp (issue 17: live != offline before)."""
+    DDS under sim time) both use it, and agree at every common data stamp (issue 17: live != offline before),
+    time_to_contact included, which equals (distance - speed t) / speed at the data stamp t (issue 15: it was
+    0.04 s shorter live, the hypothesis's origin taken at its arrival)."""
     from contact_dynamics.msg import ImpactIndicator as Msg
     from contact_dynamics_common.ros.play import play
     bag = tmp_path / 'bag'
     truth = write_approach_bag(bag, beta_deg=70.0, duration=4.0, contact_wheels=['front_left'])
     pair = write_approach_bag(tmp_path / 'pair', beta_deg=70.0, duration=0.2)
     assert truth['contact_wheels'] == ['front_left'] and abs(truth['t_c'] / pair['t_c'] - 1) > 0.1
+    truth_t0, start, speed = 1_000_000_000, truth['start_distance'], truth['speed']    # the bag's first stamp
     config = str(ROOT / 'config' / 'impact_indicator.yaml')
     result, _, _ = run_bag(str(bag), config, None, progress=False)
     offline = {(f['header']['stamp']['sec'], f['header']['stamp']['nanosec']): f for _, f in result.outputs[OUT]}
@@ -308,8 +311,11 @@ def test_live_equals_run_bag_with_contact_wheels(tmp_path):
             continue
         matched += 1
         assert list(m.contact_wheels) == ['front_left']
-        for key in ('t_c', 't_c_free', 't_c_rigid', 't_total'):
+        for key in ('t_c', 't_c_free', 't_c_rigid', 't_total', 'time_to_contact'):
             assert getattr(m, key) == pytest.approx(f[key], rel=1e-12), key
+        # the truth at the data stamp t: the last hypothesis (stamp t_h, distance d_h) less what was driven since
+        t = (m.header.stamp.sec * 10**9 + m.header.stamp.nanosec - truth_t0) * 1e-9
+        assert m.time_to_contact == pytest.approx(max(start - speed * t, 0.0) / speed, rel=1e-9, abs=1e-9), t
         assert list(m.m_eff) == pytest.approx(f['m_eff'], rel=1e-12) and list(m.v_c) == pytest.approx(f['v_c'], rel=1e-12)
     print(f'{len(live)} live outputs, {matched} at the data stamps of run-bag outputs')
     assert matched >= 0.8 * len(live) and matched > 40
