@@ -10,11 +10,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from contact_dynamics_common.ros.params import ConfigError
+
 INERTIA_NAMES_12 = ('m_e', 'm_b', 'm_p', 'Ixxb', 'Iyyb', 'Izzb', 'Ixxp', 'Iyyp', 'Izzp', 'Ixxe', 'Iyye', 'Izze')
 
 
-class GeometryError(ValueError):
-    """A machine description that cannot be used (missing field, wrong shape, singular architecture)."""
+class GeometryError(ConfigError):
+    """A machine description that cannot be used (unknown or missing key, wrong shape or unit, singular
+    architecture). A ConfigError (a ValueError): every command reports it in one line with exit code 2."""
 
 
 @dataclass

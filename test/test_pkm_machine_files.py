@@ -102,6 +102,18 @@ def test_shipped_machines_and_our_own_load(tmp_path):
         load_machine('hexagon.yaml', base_dir=tmp_path / 'nowhere')
 
 
+def test_commands_refuse_a_bad_machine_file_in_one_line(tmp_path, capsys):
+    from contact_dynamics_common.cli import main
+    bad = tmp_path / 'bad.yaml'
+    bad.write_text(HEXAGON.replace('home_euler_zxz: [0.0, 1.5707963267948966, 0.0]', 'home_euler_zxz: [0, 90, 0]'))
+    for argv in (['simulate', 'pkm', '--machine', str(bad), '--out', str(tmp_path / 'bag')],
+                 ['pkm-excite', '--machine', str(bad)]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert err.endswith(f"error: machine file '{bad}': 'home_euler_zxz' has |value| 90 > 6.28319 rad "
+                            '(angles are in rad: degrees?)') and '\n' not in err, err
+
+
 def _run_node(*ros_args: str, cwd: Path) -> tuple[int, str]:
     proc = subprocess.run([str(BIN / 'pkm_identifier'), '--ros-args', *ros_args], env=isolated_ros_env(),
                           cwd=cwd, capture_output=True, text=True, timeout=60)
