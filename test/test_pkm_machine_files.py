@@ -222,3 +222,15 @@ def test_simulate_writes_truth_yaml_with_units_that_pkm_identify_reads(tmp_path)
     truth = load_truth(bag / 'truth.yaml')
     uf = load_machine('uf_like').inertia
     assert truth['Ix_s'] == pytest.approx(uf['Ixxb'] + uf['Ixxe'], rel=1e-12) and len(truth) == 20
+
+
+def test_shipped_pkm_identifier_config_equals_the_code_defaults():
+    """One source: every value of config/pkm_identifier.yaml is its ParamSpec default (issue 17: prior_scale and
+    measurement_std differed), and the file is what tools/gen_config.py writes."""
+    from contact_dynamics_common.registry import registry
+    from contact_dynamics_common.ros.params import load_params_file
+    from pkm_identification.config import PARAMS
+    spec = registry().offline_nodes['pkm_identifier']
+    assert spec.config_values == {}
+    shipped = load_params_file(str(ROOT / 'config' / 'pkm_identifier.yaml'), 'pkm_identifier')
+    assert shipped == {s.name: s.default for s in PARAMS}
