@@ -392,11 +392,13 @@ class RoverInputs:
         return float((R @ self.twist[0:3])[0:2] @ heading)
 
     def time_to_contact(self) -> float:
-        """(distance_m − distance driven along the heading since the hypothesis's stamp) / forward speed [s] (the
-        ImpactIndicator.time_to_contact field documents the same); the base position at that stamp is placed on
-        the odometry track (``_place_origin``), so the figure depends on data time only, never on the order in
-        which the hypothesis and the odometry arrived; inf when the distance is unknown or the rover does not
-        approach, 0 once the face is reached."""
+        """Time to contact at the output's data stamp t_out (``data_stamp_ns``) [s]: (distance_m − distance driven
+        along the heading from the hypothesis's stamp t_h to t_out) / forward speed (the
+        ImpactIndicator.time_to_contact field documents the same). The base position at t_h is placed on the
+        odometry track (``_place_origin``); the one at t_out is the latest odometry's, carried forward with its
+        world velocity when the JointState is newer (t_out > its stamp). So the figure depends on data time only,
+        never on the order in which the hypothesis, the odometry and the joint states arrived (live == run-bag).
+        inf when the distance is unknown or the rover does not approach, 0 once the face is reached."""
         if self.obstacle is None or not np.isfinite(self.obstacle.distance):
             return float('inf')
         v = self.forward_speed()
@@ -404,7 +406,11 @@ class RoverInputs:
             return float('inf')
         driven = 0.0
         if self.obstacle.origin is not None:
-            driven = float((self.pose[0:2] - self.obstacle.origin) @ self._attitude()[1])
+            here = self.pose[0:2]
+            if self.odom_stamp is not None:
+                ahead = (self.data_stamp_ns() - self.odom_stamp) * NS
+                here = here + _rotate(self.pose[3:7], self.twist[0:3])[0:2] * ahead
+            driven = float((here - self.obstacle.origin) @ self._attitude()[1])
         return max(self.obstacle.distance - driven, 0.0) / v
 
     def slip(self) -> float:

@@ -197,3 +197,42 @@ def test_posture_grid_spread_over_ticks_equals_one_evaluation(rover):
     np.testing.assert_equal(a, b)                               # every field (NaN == NaN), stamp included
     assert (a['header']['stamp']['sec'], a['header']['stamp']['nanosec']) == (1, 3 * MS)   # data time, not now
     assert len(a['candidates']) == 46 and a['best_index'] == 0
+
+
+@pytest.mark.parametrize('order', ['bag', 'obstacle_first', 'odometry_late'])
+def test_time_to_contact_depends_on_data_time_not_arrival(rover, order):
+    """time_to_contact at the output's data stamp t equals (d0 - v t) / v whichever input arrives first: in the bag's
+    order (joint state, odometry, hypothesis), with the hypothesis before the odometry of its stamp, and with the
+    odometry one sample behind the joint states (issue 15: the distance driven was counted from the hypothesis's
+    arrival, 0.04 s shorter live than in run-bag)."""
+    model, q, v = rover
+    names, pos, vel = _state(model, q, v)
+    speed, d0, period = 0.07, 0.3, 20 * MS
+    pipeline = ImpactPipeline(validate_all(IMPACT_PARAMS, {}), model)
+    inp = pipeline.inputs
+
+    def odom(k):
+        inp.push_odometry(T0 + k * period, q[0:3] + [speed * k * period * 1e-9, 0, 0], q[3:7], v[0:3], v[3:6])
+
+    def obstacle(k):
+        if k % 25 == 0:
+            assert inp.push_obstacle(T0 + k * period, 'odom', (0, 0, 0), np.deg2rad(70), 0.0,
+                                     d0 - speed * k * period * 1e-9, [], False)
+
+    def joint(k):
+        inp.push_joint_state(T0 + k * period, names, pos, vel)
+
+    steps = {'bag': lambda k: (joint(k), odom(k), obstacle(k)),
+             'obstacle_first': lambda k: (obstacle(k), joint(k), odom(k)),
+             'odometry_late': lambda k: (joint(k), obstacle(k), odom(k - 1) if k else None)}[order]
+    checked = 0
+    for k in range(120):
+        steps(k)
+        f = pipeline.step(T0 + k * period)
+        if f is None or k < 2:
+            continue
+        t = (f['header']['stamp']['sec'] * 10**9 + f['header']['stamp']['nanosec'] - T0) * 1e-9
+        assert t == pytest.approx(k * period * 1e-9, abs=1e-12)
+        assert f['time_to_contact'] == pytest.approx((d0 - speed * t) / speed, rel=1e-9), (order, k)
+        checked += 1
+    assert checked > 100
