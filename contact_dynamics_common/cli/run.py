@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from ..registry import registry
-from ..ros.params import ConfigError, load_params_file, validate_all
+from ..ros.params import ConfigError, load_params_file, resolve_relative_file, validate_all
 
 __all__ = ['FRAMEWORK_PARAMS', 'RUN_BAG_KEPT', 'check_usable', 'load_offline_nodes', 'run_bag']
 
@@ -20,7 +20,9 @@ FRAMEWORK_PARAMS = ('use_sim_time', 'start_type_description_service')
 
 
 def load_offline_nodes(config_path: str | Path) -> list:
-    """Every registered node that has a section in the params file, built from validated parameters."""
+    """Every registered node that has a section in the params file, built from validated parameters; a
+    relative file path in a text parameter is taken beside the params file when it exists there (the live
+    node's rule, ``ros.node``: a params file and its machine / geometry / model files travel together)."""
     nodes = []
     offline = registry().offline_nodes
     for node_name, spec in offline.items():
@@ -28,8 +30,11 @@ def load_offline_nodes(config_path: str | Path) -> list:
         if not raw:
             continue
         raw = {k: v for k, v in raw.items() if k not in FRAMEWORK_PARAMS and not k.startswith('qos_overrides.')}
+        specs = spec.param_specs()
+        text = {s.name for s in specs if isinstance(s.default, str)}     # file names: beside the params file
+        raw = {k: resolve_relative_file(v, str(config_path)) if k in text else v for k, v in raw.items()}
         try:
-            params = validate_all(spec.param_specs(), raw)
+            params = validate_all(specs, raw)
         except ConfigError as exc:
             raise ConfigError(f'{config_path} [{node_name}]: {exc}') from None
         nodes.append(spec.build(params))
