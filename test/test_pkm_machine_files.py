@@ -234,3 +234,13 @@ def test_shipped_pkm_identifier_config_equals_the_code_defaults():
     assert spec.config_values == {}
     shipped = load_params_file(str(ROOT / 'config' / 'pkm_identifier.yaml'), 'pkm_identifier')
     assert shipped == {s.name: s.default for s in PARAMS}
+
+
+def test_run_bag_finds_the_machine_beside_its_params_file(hexagon_bag, tmp_path):
+    """run-bag (cli.run.load_offline_nodes) takes a relative machine path beside the params file, as the node
+    does; run from a directory that does not hold it."""
+    _, conf, bag = hexagon_bag
+    proc = subprocess.run([str(BIN / 'contact-dynamics'), 'run-bag', str(bag), '--config', str(conf / 'params.yaml'),
+                           '--quiet'], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert 'm_p = 12 (identified)' in proc.stdout and 'Ix_s = 0.102 (identified)' in proc.stdout, proc.stdout
