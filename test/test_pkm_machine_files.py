@@ -138,7 +138,7 @@ def test_node_start_refuses_unknown_key_of_a_machine_named_relative_to_its_param
 
 @pytest.fixture(scope='module')
 def hexagon_bag(tmp_path_factory):
-    """Our machine beside a params file (prior 0.7 x CAD), a 3 s multisine bag of it simulated by the CLI."""
+    """Our machine beside a params file (prior 0.7 x CAD), a 2 s multisine bag of it simulated by the CLI."""
     from contact_dynamics_common.cli import main
     root = tmp_path_factory.mktemp('hexagon')
     conf = root / 'conf'
@@ -149,7 +149,7 @@ def hexagon_bag(tmp_path_factory):
                                       '    measurement_std: 0.01\n')
     bag = root / 'bag'
     assert main(['simulate', 'pkm', '--machine', str(conf / 'hexagon.yaml'), '--trajectory', 'multisine',
-                 '--duration', '3', '--out', str(bag)]) in (0, None)
+                 '--duration', '2', '--out', str(bag)]) in (0, None)
     return root, conf, bag
 
 
