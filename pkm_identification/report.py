@@ -11,7 +11,7 @@ relative ``machine:`` path in the config is looked up beside the config first (a
 
 The truth column comes from, in this order: ``--truth FILE``; ``truth.yaml`` beside the bag (inside a bag
 directory, or in the directory of a single-file bag); the bag's ``custom_data['ground_truth']`` (written
-by ``contact-dynamics simulate pkm``); else the column is '-'. truth.yaml (doc/pkm_machines.md#truth-yaml):
+by ``contact-dynamics simulate pkm``); else the column is '-'. truth.yaml (doc/pkm_machines.md#truthyaml):
 
   ground_truth:            # published parameter names, SI units
     m_e: 1.79              # kg          (m_e, m_b, m_p)

@@ -1,10 +1,11 @@
 """`contact-dynamics simulate pkm`: a simulated hexapod written to a rosbag2 with its ground truth.
 
-/joint_states (sensor_msgs/JointState, names: the machine's strut_names, strut_1..6 by default): position = L_i [m], velocity = L_dot_i [m/s],
+/joint_states (sensor_msgs/JointState, names: the machine's strut_names, strut_1..6 by default):
+position = L_i [m], velocity = L_dot_i [m/s],
 effort = F_a,i [N] from the 13-body model (prescribed x, y, z, xy, rot or 6-DOF multisine motion about home,
 or free fall with F_a = 0). The truth (base parameters and friction, SI units) goes into the bag's
 custom_data 'ground_truth' and into BAG/truth.yaml (with its units; the format read by ``pkm-identify``,
-pkm_identification.report and doc/pkm_machines.md#truth-yaml). ``--machine`` takes a name in
+pkm_identification.report and doc/pkm_machines.md#truthyaml). ``--machine`` takes a name in
 config/pkm_machines/ or a machine file path (doc/pkm_machines.md).
 """
 from __future__ import annotations
@@ -83,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument('--seed', type=int, default=1)
     a = ap.parse_args(argv)
     m, rec = make_record(a.machine, a.trajectory, a.duration, a.rate, a.friction, a.com_offset)
-    write_bag(a.out, rec, strut_names=m.strut_names, sigma_length=a.sigma_length, sigma_force=a.sigma_force, velocity=not a.no_velocity,
+    write_bag(a.out, rec, strut_names=m.strut_names, sigma_length=a.sigma_length, sigma_force=a.sigma_force,
+              velocity=not a.no_velocity,
               seed=a.seed, extra={'machine': a.machine, 'trajectory': a.trajectory})
     print(f'{a.out}: {len(rec.t)} JointState samples ({rec.name}, {a.machine}); truth in {a.out}/truth.yaml')
     return 0
