@@ -36,6 +36,8 @@ def _cmd_run_bag(args) -> int:
     print(f'{args.bag}: {result.input_messages} input messages, {result.bag_duration_s:.2f} s of bag time '
           f'in {seconds:.3f} s ({result.bag_duration_s / max(seconds, 1e-9):.0f}x real time); '
           f'{n_out} estimates on {len(result.outputs)} topics')
+    for note in result.notes:                                # which files / topics each node used
+        print(note)
     source = result.recovery.metadata if result.recovery is not None else ''
     if 'rebuilt' in source or 'unusable' in source:          # metadata.yaml missing or ignored: say so
         print(f'metadata: {source}')

@@ -2,8 +2,11 @@
 
 ``load_offline_nodes`` builds every registered offline node that has a section in the params file (its
 parameters validated against the node's ParamSpecs, as the live node does); ``run_bag`` replays a bag through
-them, writes the output bag and the report. Both the ``run-bag`` command (``cli.main``) and the fleet batch
-(``cli.batch``, on Dask workers) call these, so a bag gives the same outputs either way.
+them, writes the output bag and the report. A node may have ``bind_sources(bag=, config=)`` (called before
+the replay: files it takes from beside the bag or the params file) and ``describe() -> str`` (one line: what
+it used; collected in ``ReplayResult.notes`` and printed by run-bag). Both the ``run-bag`` command
+(``cli.main``) and the fleet batch (``cli.batch``, on Dask workers) call these, so a bag gives the same
+outputs either way.
 """
 from __future__ import annotations
 
@@ -77,12 +80,16 @@ def run_bag(bag_path: str, config: str, out: str | None = None, report: str | No
 
     bag = BagReader(bag_path, unverified=not strict)
     nodes = load_offline_nodes(config)
+    for node in nodes:             # optional: a node that takes files from beside the bag or the params file
+        if hasattr(node, 'bind_sources'):
+            node.bind_sources(bag=bag_path, config=config)
     check_usable(bag, nodes, bag_path)
     writer = BagWriter(out, custom_data={'source_bag': str(bag_path), 'config': str(config)},
                        overwrite=overwrite) if out else None
     t0 = time.perf_counter()
     try:
         result = replay(bag, nodes, writer, progress=progress, max_kept=RUN_BAG_KEPT)
+        result.notes = [node.describe() for node in nodes if hasattr(node, 'describe')]
     finally:
         if writer is not None:
             writer.close()

@@ -78,6 +78,7 @@ class ReplayResult:
     types: dict[str, str] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     input_messages: int = 0
+    notes: list[str] = field(default_factory=list)      # nodes' describe() lines (run-bag prints them)
     bag_duration_s: float = 0.0
     status: dict[str, dict] = field(default_factory=dict)
     timing: dict[str, float] = field(default_factory=dict)     # seconds: read, estimate, write

@@ -1,9 +1,25 @@
-"""Parameters of the multi-point contact estimator: one list for the ROS node, run-bag and the docs."""
+"""Parameters of the multi-point contact estimator: one list for the ROS node, run-bag, multipoint-estimate and
+the docs; and the one rule by which every one of them picks its geometry file (``geometry_source``):
+
+1. ``geometry_file`` when set (node parameter, params file, launch argument, or ``--geometry`` of
+   multipoint-estimate): a relative name is looked up beside the params file that set it, then in the
+   working directory, then in the package's ``config/``;
+2. else (empty, the default) the bag's own ``geometry.yaml`` (run-bag, multipoint-estimate: ``BAG/geometry.yaml``);
+3. else the packaged default ``config/multipoint_acu_geometry.yaml`` (the ACU-like surrogate).
+
+Every tool prints (the node logs) one line naming the file, which rule chose it and its input topics
+(``describe_sources``).
+"""
 from __future__ import annotations
 
-from contact_dynamics_common.params import ParamSpec
+from dataclasses import dataclass
+from pathlib import Path
+
+from contact_dynamics_common.params import ConfigError, ParamSpec
 
 NODE_NAME = 'multipoint_contact_estimator'
+#: the packaged default geometry (config/), used when neither geometry_file nor the bag names one
+PACKAGED_GEOMETRY = 'multipoint_acu_geometry.yaml'
 
 PARAMS: list[ParamSpec] = [
     ParamSpec('autostart', True, 'Configure and activate the (lifecycle) node at start; false: wait for a '
@@ -21,10 +37,12 @@ PARAMS: list[ParamSpec] = [
     ParamSpec('odom_topic', 'payload/odom', 'nav_msgs/Odometry input of the payload frame (pose_source=odometry).'),
     ParamSpec('pose_topic', 'payload/pose', 'geometry_msgs/PoseStamped input of the payload frame '
               '(pose_source=pose).'),
-    ParamSpec('geometry_file', 'multipoint_acu_geometry.yaml',
-              'Geometry YAML (payload and environment convex parts, see the file for the format). A relative '
-              "path is looked up in the working directory, then in the package's config/.",
-              check=lambda v: None if v.strip() else 'must name a geometry file'),
+    ParamSpec('geometry_file', '',
+              'Geometry YAML (payload and environment convex parts; format: doc/multipoint_contact_estimator.md '
+              '#geometry-file-format). A relative path is looked up beside the params file, then in the working '
+              "directory, then in the package's config/. Empty: the bag's own geometry.yaml (run-bag, "
+              'multipoint-estimate), else the packaged config/multipoint_acu_geometry.yaml (the ACU surrogate); '
+              'the node and the tools print which file they used.'),
     ParamSpec('pose_derivative_half_window', 1, "pose_source=pose: the twist is the slope of a centred local line "
               "over +-M pose samples (M = this; the online delay is M + 1 pose samples: the conditioning term's "
               "second twist uses +-(M + 1)). 1 = central differences, the widest band: the wrench is not filtered, "
@@ -61,3 +79,53 @@ PARAMS: list[ParamSpec] = [
               'data and the estimate is invalid.', low=0.0, low_open=True),
     ParamSpec('significance', 3.0, 'Each parameter must exceed this many standard deviations.', low=0.0),
 ]
+
+
+@dataclass(frozen=True)
+class GeometrySource:
+    """The geometry a tool uses: the loaded (payload, environment), the file and why it was chosen."""
+    payload: object
+    environment: object
+    path: Path
+    rule: str            # which step of the rule chose it (words for the one-line report)
+
+
+def geometry_source(geometry_file: str = '', bag: str | Path | None = None,
+                    params_dir: str | Path | None = None) -> GeometrySource:
+    """The geometry by the rule of the module docstring; ConfigError (one line naming the file and what is
+    wrong) when the chosen file is missing or not a geometry file."""
+    import yaml
+
+    from contact_dynamics_common.paths import config_dir
+    from contact_estimation.geometry.body import load_geometry
+
+    name = str(geometry_file or '').strip()
+    if name:
+        p = Path(name).expanduser()
+        candidates = [p] if p.is_absolute() else [*([Path(params_dir) / p] if params_dir else []), p,
+                                                  config_dir() / p]
+        path = next((c for c in candidates if c.is_file()), None)
+        if path is None:
+            where = 'as given' if p.is_absolute() else (
+                ('beside the params file, ' if params_dir else '') + 'working directory or config/')
+            raise ConfigError(f"geometry_file '{name}' not found ({where})")
+        rule = 'set by geometry_file'
+    elif bag is not None and (Path(bag) / 'geometry.yaml').is_file():
+        path, rule = Path(bag) / 'geometry.yaml', "the bag's own, geometry_file being empty"
+    else:
+        path = config_dir() / PACKAGED_GEOMETRY
+        rule = 'the packaged default, geometry_file being empty' + (
+            ' and no geometry.yaml beside the bag' if bag is not None else '')
+    try:
+        payload, env = load_geometry(path)
+    except (OSError, ValueError, TypeError, AttributeError, KeyError, yaml.YAMLError) as exc:
+        msg = str(exc).replace('\n', ' ')
+        raise ConfigError(f"geometry_file '{path}': {msg}") from None
+    return GeometrySource(payload, env, path, rule)
+
+
+def describe_sources(src: GeometrySource, topics: dict[str, str]) -> str:
+    """The one line every tool prints: geometry file, rule, part counts and input topics."""
+    ins = ', '.join(f'{role} {topic}' for role, topic in topics.items())
+    return (f'{NODE_NAME}: geometry {src.path} [{src.rule}], {len(src.payload.parts)} payload and '
+            f'{len(src.environment.parts)} environment parts; inputs: {ins}')

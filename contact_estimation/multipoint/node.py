@@ -1,7 +1,10 @@
 """multipoint_contact_estimator: online multi-point contact identification (ROS 2 glue only).
 
-Subscribes  payload/wrench (geometry_msgs/WrenchStamped) and payload/odom (nav_msgs/Odometry) or payload/pose
-            (geometry_msgs/PoseStamped), sensor-data QoS.
+Subscribes  wrench_topic (geometry_msgs/WrenchStamped, default payload/wrench) and odom_topic (nav_msgs/Odometry,
+            default payload/odom) or pose_topic (geometry_msgs/PoseStamped, default payload/pose), sensor-data QoS.
+Geometry    geometry_file (a relative name beside the params file that set it, the working directory, config/),
+            empty: the packaged default config/multipoint_acu_geometry.yaml; logged at configure with the
+            resolved input topics (``config.geometry_source``, ``config.describe_sources``).
 Publishes   ~/estimate (contact_dynamics/MultiPointContactEstimate: k, b, mu with covariance, verdict, contact
             count and contact points), /diagnostics (diagnostic_msgs/DiagnosticArray).
 Services    ~/reset (std_srvs/Trigger), the lifecycle services (managed node; autostart by default).
@@ -19,7 +22,7 @@ from contact_dynamics_common.node import OK, WARN, EstimatorNode, InputStats, no
 from contact_dynamics_common.ros.inputs import gate_account
 from contact_dynamics_common.rosfill import fill
 
-from .config import NODE_NAME, PARAMS
+from .config import NODE_NAME, PARAMS, describe_sources, geometry_source
 from .messages import TOPIC, publications
 from .pipeline import MultiPointPipeline
 
@@ -33,7 +36,9 @@ class MultiPointEstimatorNode(EstimatorNode):
 
     def configure(self) -> None:
         p = self.params
-        self.pipeline = MultiPointPipeline(p)
+        # geometry_file (made absolute beside the params file that set it), else the packaged default
+        src = geometry_source(p['geometry_file'])
+        self.pipeline = MultiPointPipeline(p, (src.payload, src.environment))
         if self.pub is None:
             depth = p['input_queue_size']
             self.add_input(WrenchStamped, p['wrench_topic'], self.rates['wrench'], self._on_wrench, depth)
@@ -44,9 +49,10 @@ class MultiPointEstimatorNode(EstimatorNode):
                 self.add_input(PoseStamped, p['pose_topic'], self.rates['pose'], self._on_pose, depth,
                                check=pose_problem)
             self.pub = self.create_lifecycle_publisher(EstimateMsg, TOPIC, output_qos())
-        self.get_logger().info(
-            f"multi-point estimation ({p['formulation']} rows) with {len(self.pipeline.payload.parts)} payload and "
-            f"{len(self.pipeline.environment.parts)} environment parts from {p['geometry_file']}")
+        pose = p['odom_topic'] if p['pose_source'] == 'odometry' else p['pose_topic']
+        topics = {'wrench': self.resolve_topic_name(p['wrench_topic']),
+                  f"pose ({p['pose_source']})": self.resolve_topic_name(pose)}
+        self.get_logger().info(f"{describe_sources(src, topics)}; {p['formulation']} rows")
 
     def _on_wrench(self, msg: WrenchStamped) -> None:
         r = wrench_row(msg)

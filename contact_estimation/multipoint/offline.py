@@ -1,9 +1,17 @@
-"""The multi-point estimator as an offline node for run-bag: same pipeline, same messages, bag time."""
+"""The multi-point estimator as an offline node for run-bag: same pipeline, same messages, bag time.
+
+Its geometry follows the rule of ``config.geometry_source``: ``geometry_file`` when set (a relative name beside
+the params file first), else the bag's own ``geometry.yaml``, else the packaged default; run-bag hands the node
+the bag and the params file (``bind_sources``) before the replay and prints ``describe()``.
+"""
 from __future__ import annotations
 
-from contact_dynamics_common.offline_node import OfflineNodeBase
+from pathlib import Path
 
-from .config import NODE_NAME
+from contact_dynamics_common.offline_node import OfflineNodeBase
+from contact_dynamics_common.params import ConfigError
+
+from .config import NODE_NAME, describe_sources, geometry_source
 from .messages import MSG_TYPE, publications
 from .pipeline import MultiPointPipeline
 
@@ -16,7 +24,17 @@ class OfflineMultiPointEstimator(OfflineNodeBase):
     node_name = NODE_NAME
 
     def __init__(self, params: dict, geometry=None):
-        super().__init__(params, MultiPointPipeline(params, geometry))
+        self.source, self._geometry_error = None, None
+        pipeline = None
+        if geometry is None:
+            try:
+                self.source = geometry_source(params['geometry_file'])
+                pipeline = MultiPointPipeline(params, (self.source.payload, self.source.environment))
+            except ConfigError as exc:       # a relative name may be beside the params file: bind_sources decides
+                self._geometry_error = exc
+        else:
+            pipeline = MultiPointPipeline(params, geometry)
+        super().__init__(params, pipeline)
         self.wrench_topic = self.resolve(params['wrench_topic'])
         if params['pose_source'] == 'odometry':
             self.pose_topic, self.pose_type = self.resolve(params['odom_topic']), ODOM
@@ -24,10 +42,42 @@ class OfflineMultiPointEstimator(OfflineNodeBase):
             self.pose_topic, self.pose_type = self.resolve(params['pose_topic']), POSE
         self.out_topic = None
 
+    def bind_sources(self, bag: str | Path | None = None, config: str | Path | None = None) -> None:
+        """Re-resolve the geometry knowing the bag and the params file (before any message is pushed); a node
+        built with an explicit geometry keeps it."""
+        if self.source is None and self._geometry_error is None:
+            return
+        params_dir = Path(config).resolve().parent if config else None
+        src = geometry_source(self.params['geometry_file'], bag=bag, params_dir=params_dir)
+        if self.source is None or src.path != self.source.path:
+            self.pipeline = MultiPointPipeline(self.params, (src.payload, src.environment))
+        self.source, self._geometry_error = src, None
+
+    def _ready(self) -> None:
+        if self.pipeline is None:
+            raise self._geometry_error
+
+    def describe(self) -> str:
+        """One line: the geometry file, the rule that chose it, and the input topics."""
+        if self.source is None:
+            return f'{NODE_NAME}: geometry given by the caller; inputs: wrench {self.wrench_topic}, ' \
+                   f'pose {self.pose_topic}'
+        return describe_sources(self.source, {'wrench': self.wrench_topic, 'pose': self.pose_topic})
+
+    def status(self) -> dict:
+        self._ready()
+        out = super().status()
+        if out.get('instants', 0) and not out.get('instants_in_contact', 0):
+            where = self.source.path if self.source is not None else 'the given geometry'
+            out['note'] = (f"no contact in any of {out['instants']} paired instants with the geometry {where} "
+                           '(another payload or environment, or poses in another frame?)')
+        return out
+
     def inputs(self) -> dict[str, str]:
         return {self.wrench_topic: WRENCH, self.pose_topic: self.pose_type}
 
     def push(self, topic: str, cols: dict, sl: slice) -> None:
+        self._ready()
         if topic == self.wrench_topic:
             self.pipeline.push_wrench_columns(cols['stamp_ns'][sl], cols['force'][sl], cols['torque'][sl])
         else:
@@ -39,6 +89,7 @@ class OfflineMultiPointEstimator(OfflineNodeBase):
                 self.pipeline.push_pose_columns(cols['stamp_ns'][sl], cols['position'][sl], cols['orientation'][sl])
 
     def tick(self, now_ns: int) -> list[tuple[str, str, dict]]:
+        self._ready()
         self.pipeline.step()
         return [(self.resolve(topic), MSG_TYPE, fields)
                 for topic, fields in publications(self.pipeline, self.params)]
