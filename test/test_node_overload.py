@@ -215,3 +215,37 @@ def test_flooded_node_accounts_for_every_sample(executor, monkeypatch):
     last = estimates[-1]
     np.linalg.cholesky(np.array(last.covariance).reshape(2, 2))
     assert last.valid and abs(last.stiffness / sim.stiffness - 1) < 0.05, (last.stiffness, last.status)
+
+
+def test_message_info_reaches_the_ledger_with_either_executor_call():
+    """``with_message_info``: rclpy's signature rule (a callback bindable to one argument gets the message only)
+    picks the MessageInfo form; the callback accepts the SingleThreadedExecutor's call (msg, info) and rclpy 9.1
+    EventsExecutor's ((msg, info),). InputStats counts the gaps per publisher GID: of publisher A seq 1, 2, 6 then 5
+    late (2 lost: 3 and 4), of B seq 10, 12 (1 lost)."""
+    import inspect
+
+    from contact_dynamics_common.ros.inputs import with_message_info
+    from contact_dynamics_common.ros.meters import InputStats
+
+    stats, seen = InputStats(), []
+
+    def on_message(msg, info):
+        stats.sequence(info)
+        seen.append(msg)
+    cb = with_message_info(on_message)
+    with pytest.raises(TypeError):
+        inspect.signature(cb).bind(object())
+    inspect.signature(cb).bind(object(), object())
+
+    def info(gid, seq):
+        return {'publisher_gid': {'data': [gid] * 16}, 'publication_sequence_number': seq}
+    cb('a1', info(1, 1))
+    cb(('a2', info(1, 2)))
+    cb(('b10', info(2, 10)))
+    cb('a6', info(1, 6))
+    cb(('b12', info(2, 12)))
+    cb(('a5 late', info(1, 5)))
+    assert seen == ['a1', 'a2', 'b10', 'a6', 'b12', 'a5 late']
+    assert stats.lost_in_queue == 2 + 1 and stats.lost() == 3
+    stats.lost_reported = 7                                  # the middleware's event reports more: taken
+    assert stats.lost() == 7

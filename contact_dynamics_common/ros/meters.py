@@ -60,7 +60,7 @@ class InputStats(RateMeter):
         super().__init__(window)
         self._lost_in_queue = 0
         self.lost_reported = 0
-        self._last_seq: dict[bytes, int] = {}
+        self._seq_span: dict[bytes, tuple[int, int]] = {}
         self._infos: list = []
 
     def sequence(self, info) -> None:
@@ -78,11 +78,14 @@ class InputStats(RateMeter):
                 continue
             gid = info.get('publisher_gid')
             key = bytes(gid['data']) if gid else b''
-            last = self._last_seq.get(key)
-            if last is None or seq > last:
-                if last is not None:
-                    self._lost_in_queue += seq - last - 1
-                self._last_seq[key] = seq
+            span = self._seq_span.get(key)          # (first, last) sequence number taken from this publisher
+            if span is None:
+                self._seq_span[key] = (seq, seq)
+            elif seq > span[1]:
+                self._lost_in_queue += seq - span[1] - 1
+                self._seq_span[key] = (span[0], seq)
+            elif span[0] < seq < span[1]:
+                self._lost_in_queue -= 1            # arrived out of order: counted in a gap before, received now
 
     @property
     def lost_in_queue(self) -> int:
