@@ -4,25 +4,26 @@
                                            [--odom-topic T] [--report DIR] [--formulation force]
                                            [--kinematics FILE.npz] [--mode both|kinematics|estimate]
 
-Inputs as the node and run-bag take them: the ``multipoint_contact_estimator`` section of ``--config`` (topics,
-``wrench_expressed_in``, ``geometry_file``, ``formulation``, ``moment_scale``, ``slide_speed_threshold`` and the
-verdict thresholds; the streaming-only ones — rates, windows, queues, gaps — do not apply to a whole-record fit),
-then the flags over it. Geometry by the one rule (``config.geometry_source``): ``--geometry`` / ``geometry_file``,
-else ``BAG/geometry.yaml``, else the packaged default; the first line printed names the file, the rule and the
-topics. The pose is nav_msgs/Odometry (``pose_source: pose`` is refused: run-bag differentiates and
-interpolates PoseStamped); wrench and pose samples are paired on equal stamps (the count is printed). No
-ground truth is needed: when the bag has one (``custom_data`` ``ground_truth`` or ``BAG/truth.yaml``) the truth
-and the errors are printed and written too. A missing topic, a topic of another type, no equal stamps or a
-bad geometry file: one line on stderr, exit 2.
+Inputs as the node and run-bag take them: the ``multipoint_contact_estimator`` section of ``--config``
+(topics, ``wrench_expressed_in``, ``geometry_file``, ``formulation``, ``moment_scale``,
+``slide_speed_threshold`` and the verdict thresholds; the streaming-only ones — rates, windows, queues, gaps —
+do not apply to a whole-record fit), then the flags over it. Geometry by the one rule
+(``config.geometry_source``): ``--geometry`` / ``geometry_file``, else ``BAG/geometry.yaml``, else the
+packaged default; the first line printed names the file, the rule and the topics. The pose is
+nav_msgs/Odometry (``pose_source: pose`` is refused: run-bag differentiates and interpolates PoseStamped);
+wrench and pose samples are paired on equal stamps (the count is printed). No ground truth is needed: when the
+bag has one (``custom_data`` ``ground_truth`` or ``BAG/truth.yaml``) the truth and the errors are printed and
+written too. A missing topic, a topic of another type, no equal stamps or a bad geometry file: one line on
+stderr, exit 2.
 
 - ``kinematics``: compute the contact kinematics of every sample (pose + twist from the Odometry topic) and
   save them (``--kinematics FILE.npz``), the toolbox's cached intermediate data;
 - ``estimate``: estimate from saved kinematics plus the bag's wrench;
 - ``both`` (default): one after the other.
-The report: ``summary.yaml`` (global estimate with covariance, verdict, rank, condition, residual, the geometry
-file and topics used, the truth when known), ``local.csv`` (per instant: contact count, local rank, local k, b,
-μ; rank < 3 = not identifiable at that instant, e.g. a one-contact phase), ``contacts.png`` (contact count and
-local estimates over time, final contact points).
+The report: ``summary.yaml`` (global estimate with covariance, verdict, rank, condition, residual, the
+geometry file and topics used, the truth when known), ``local.csv`` (per instant: contact count, local rank,
+local k, b, μ; rank < 3 = not identifiable at that instant, e.g. a one-contact phase), ``contacts.png``
+(contact count and local estimates over time, final contact points).
 """
 from __future__ import annotations
 

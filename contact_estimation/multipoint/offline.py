@@ -1,8 +1,8 @@
 """The multi-point estimator as an offline node for run-bag: same pipeline, same messages, bag time.
 
-Its geometry follows the rule of ``config.geometry_source``: ``geometry_file`` when set (a relative name beside
-the params file first), else the bag's own ``geometry.yaml``, else the packaged default; run-bag hands the node
-the bag and the params file (``bind_sources``) before the replay and prints ``describe()``.
+Its geometry follows the rule of ``config.geometry_source``: ``geometry_file`` when set (a relative name
+beside the params file first), else the bag's own ``geometry.yaml``, else the packaged default; run-bag hands
+the node the bag and the params file (``bind_sources``) before the replay and prints ``describe()``.
 """
 from __future__ import annotations
 
