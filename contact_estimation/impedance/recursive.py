@@ -15,7 +15,17 @@ transient column r (pooled over the usable bins, :func:`.cells.friction_coeffici
 sigma (which terms, see doc/trust/impedance.md): residual variance sigma^2 (forgetting-weighted) times A^-1,
 its force-noise part multiplied by c, the samples per independent residual of the kernel-filtered stream
 (2 sqrt(pi) w f_s), the part the regressors' own (differentiated, blue) noise explains counted as white
-(:func:`blue_share`); plus the
+(:func:`blue_share`); as its base the larger (per sigma, trust.covariance.combine) of that and the
+recursive Newey-West (HAC) sandwich, the batch fit's sandwich in streaming form (:class:`HacScores`):
+
+    C_HAC = A^-1 S A^-1,  S = sum_i lambda^(n-i) [g_i g_i^T + g_i h_i^T + h_i g_i^T],
+    h_i = sum_{l=1..L} (1 - l/(L+1)) g_(i-l),   g_i = x_i e_i,  e_i = F_i - theta^T x_i - gamma r_i,
+
+over the bin's samples in time order (x = [a v x 1] scaled, L = ceil(4 c) lags, as the batch fit). S is
+evaluated at the *current* theta and gamma although the residuals are never stored: g_i = U_i beta with
+U_i = x_i z_i^T (z = [a v x 1 r F], beta = [-theta, -gamma, 1]), so S[a, b] = sum_pq beta_p beta_q
+H[a p, b q] with H the same sums of u_i = vec(U_i) (24 x 24 per bin), kept with the last L u_i per bin
+(bounded memory, one pass); plus the
 friction coefficient's share beta beta^T var(gamma); plus the errors-in-variables bias of the noisy filtered
 derivatives (``noise_variance``, trust.covariance.eiv_bias); plus, when the split test finds the parameters
 varying inside the segment, the variation term (d/2)(d/2)^T (:mod:`.cells`); plus the conditioning term
@@ -54,11 +64,58 @@ def eiv_term(A: np.ndarray, weight: float, theta: np.ndarray, noise: np.ndarray)
     return eiv_bias(rows, theta, np.asarray(noise, dtype=float))
 
 
+#: columns of z (a v x 1 r F) in the G layout of :mod:`.cells` (u^2, u^3 left out)
+_HZ = [0, 1, 2, 3, cl._R, cl._F]
+_NU = 4 * len(_HZ)
+
+
+class HacScores:
+    """Streaming Newey-West sums of one fit (module docstring): per bin H = sum_i lambda^(n-i) [u_i u_i^T +
+    u_i h_i^T + h_i u_i^T], h_i the Bartlett-weighted sum of the bin's L previous u (kept: the last L rows per
+    bin), u_i = vec(x_i z_i^T) (24,). Blocks in time order; the same blocks give the same sums to the bit."""
+
+    def __init__(self, bins: int):
+        self.bins = bins
+        self.lags = 0
+        self.reset()
+
+    def reset(self) -> None:
+        self.H = np.zeros((self.bins, _NU, _NU))
+        self.tail = [np.zeros((0, _NU)) for _ in range(self.bins)]
+
+    def update(self, z: np.ndarray, blk: np.ndarray, order: np.ndarray, starts: np.ndarray,
+               counts: np.ndarray, w: np.ndarray, decay: np.ndarray) -> None:
+        """z (n, NZ) scaled samples of the block, blk their bins, order/starts/counts the stable bin sort,
+        w the forgetting weights, decay = lambda^counts per bin."""
+        L = self.lags
+        self.H *= decay[:, None, None]
+        u = (z[:, :4, None] * z[:, _HZ][:, None, :]).reshape(len(z), _NU)
+        for b in np.flatnonzero(counts):
+            idx = order[starts[b]:starts[b] + counts[b]]
+            ub, wb = u[idx], w[idx]
+            ext = np.vstack([self.tail[b], ub])
+            k = np.arange(len(self.tail[b]), len(ext))
+            k0 = np.maximum(k - L, 0)
+            C = np.vstack([np.zeros((1, _NU)), np.cumsum(ext, axis=0)])
+            D = np.vstack([np.zeros((1, _NU)), np.cumsum(np.arange(len(ext))[:, None] * ext, axis=0)])
+            h = ((L + 1.0 - k)[:, None] * (C[k] - C[k0]) + (D[k] - D[k0])) / (L + 1.0)
+            uw = ub * wb[:, None]
+            cross = uw.T @ h
+            self.H[b] += uw.T @ ub + cross + cross.T
+            self.tail[b] = ext[-L:] if L else ext[:0]
+
+    def meat(self, b: int, theta_s: np.ndarray, gamma: float) -> np.ndarray:
+        """S (4, 4) of bin b at the scaled parameters theta_s and friction coefficient gamma."""
+        beta = np.concatenate([-np.asarray(theta_s, dtype=float), [-gamma, 1.0]])
+        T = self.H[b].reshape(4, len(_HZ), 4, len(_HZ))
+        return np.einsum('apbq,p,q->ab', T, beta, beta)
+
+
 class RecursiveSegmentedLS:
     def __init__(self, edges, forgetting: float = 0.999975, initial_covariance: float = 1e5,
                  v_min: float = 5e-3, n_min: int = 200, min_unique_fraction: float = 1e-2,
                  kappa_refuse: float = KAPPA_REFUSE, correlation: float = 1.0,
-                 record_min_unique_fraction: float = 0.1, cells: int = cl.CELLS):
+                 record_min_unique_fraction: float = 0.1, cells: int = cl.CELLS, hac: bool = True):
         edges = np.asarray(edges, dtype=float)
         if edges.ndim != 1 or len(edges) < 2 or np.any(np.diff(edges) <= 0) or not np.all(np.isfinite(edges)):
             raise ValueError('edges must be finite and strictly increasing (>= 2 values)')
@@ -76,6 +133,7 @@ class RecursiveSegmentedLS:
         self.record_min_unique_fraction = float(record_min_unique_fraction)
         self.correlation = max(float(correlation), 1.0)   # samples per independent residual (cov. scale)
         self.noise_variance = np.full(4, np.nan)          # a, v, x, 1 (SI): errors-in-variables term
+        self.hac = HacScores(2 * self.nseg) if hac else None
         self.reset()
 
     def reset(self) -> None:
@@ -85,6 +143,9 @@ class RecursiveSegmentedLS:
         self.prior = np.ones(nb)             # lambda^count: weight left on P0^-1
         self.count = np.zeros(nb, dtype=np.int64)
         self.last_stamp = np.zeros(nb)       # time (s) of the newest sample per bin
+        if self.hac is not None:
+            self.hac.reset()
+            self.hac.lags = 0                # set from the correlation at the first sample
 
     def update(self, x, v, a, F, t=None, r=None) -> int:
         """Add samples in time order (``r``: friction transient column, zeros when None); returns how many
@@ -115,6 +176,10 @@ class RecursiveSegmentedLS:
         self.weight *= decay
         self.prior *= decay
         cl.accumulate(self.G, blk * self.cells + cell, z, w)
+        if self.hac is not None:
+            if not self.count.any():
+                self.hac.lags = int(np.ceil(4.0 * self.correlation))
+            self.hac.update(z, blk, order, starts, counts, w, decay)
         self.weight += np.bincount(blk, weights=w, minlength=nb)
         self.count += counts
         if t is not None:
@@ -224,7 +289,12 @@ class RecursiveSegmentedLS:
                     varied = varied + np.outer(curv['shift'], curv['shift'])
                 cond = (conditioning_cov(th_s, alt[b]) if alt is not None and np.all(np.isfinite(alt[b]))
                         else None)
-                c = combine(own, eiv=bias, bias=varied, conditioning=cond).covariance
+                hac = None
+                if self.hac is not None:
+                    bread = np.linalg.inv(info)
+                    hac = (bread @ self.hac.meat(b, th_s, gamma) @ bread
+                           + var_gamma * np.outer(beta[b], beta[b]))
+                c = combine(own, sandwich=hac, eiv=bias, bias=varied, conditioning=cond).covariance
                 cov[b] = 0.5 * (c + c.T) / outer
             why = []
             share = uv[b, :3] / np.where(colvar[b, :3] > 0, colvar[b, :3], np.inf)
@@ -275,7 +345,8 @@ class RecursiveSegmentedLS:
                                          'record_unique_share': record_share.tolist(),
                                          'friction_transient_coefficient': gamma,
                                          'friction_transient_std': float(np.sqrt(var_gamma)),
-                                         'correlation': self.correlation},
+                                         'correlation': self.correlation,
+                                         'hac_lags': self.hac.lags if self.hac is not None else 0},
                                 model='segmented_impedance (recursive, forgetting): F = m a + b v + k x + c '
                                       'per (position segment, direction of travel)')
 
@@ -289,4 +360,4 @@ def split_reason(split: dict, edges: np.ndarray, j: int, cells: int, threshold: 
             f"adaptive edges")
 
 
-__all__ = ['RecursiveSegmentedLS', 'DIRECTIONS', 'SCALE', 'split_reason', 'eiv_term', 'blue_share']
+__all__ = ['RecursiveSegmentedLS', 'HacScores', 'DIRECTIONS', 'SCALE', 'split_reason', 'eiv_term', 'blue_share']
