@@ -251,6 +251,9 @@ class EstimatorNode(NodeInputs, LifecycleNode):
         self.cost.add(time.perf_counter() - t0, time.thread_time() - c0)
         self.updates += 1
 
+    #: True during the drain's update (under use_sim_time, /clock stopped): the input has ended
+    draining = False
+
     def _drain_if_clock_stopped(self) -> None:
         """Under use_sim_time: one update when /clock has stood still for SIM_TIME_DRAIN_S wall seconds.
 
@@ -270,7 +273,11 @@ class EstimatorNode(NodeInputs, LifecycleNode):
         d['drained_ns'] = now_ns
         d['count'] += 1
         before = self.updates
-        self._on_timer()
+        self.draining = True             # update() may finish what waits for more data (the input has ended)
+        try:
+            self._on_timer()
+        finally:
+            self.draining = False
         if d['count'] <= 3 and self.updates > before:
             self.get_logger().info(f'/clock stopped at {now_ns * 1e-9:.3f} s for {SIM_TIME_DRAIN_S:g} s of wall time: '
                                    f'buffered input drained by one update (end of a played bag)')

@@ -183,6 +183,7 @@ def run_online(sim: dict, params: dict, block: int = 997):
         sl = slice(i, i + block)
         pl.push_joint_columns(st[sl], ['slider'], sim['x_meas'][sl, None], sim['F_meas'][sl, None])
         pl.step()
+    pl.step(flush=True)            # the end of the record: its last, incomplete data-time block too
     return pl.profile()
 
 

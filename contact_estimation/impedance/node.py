@@ -6,7 +6,8 @@ Subscribes  joint_states (sensor_msgs/JointState: position, and effort with forc
 Publishes   ~/profile (contact_dynamics/ImpedanceProfile) at publish_rate, /diagnostics.
 Services    ~/reset (std_srvs/Trigger), ~/save (std_srvs/Trigger: the current profile to save_path as YAML)
             and the lifecycle services (autostart by default).
-Callbacks only copy samples into the pipeline's ring buffers; the profile is updated on a timer.
+Callbacks only copy samples into the pipeline's ring buffers; the profile is updated on a timer, the samples
+fitted in data-time blocks (pipeline.py), so what is published at a data stamp does not depend on the ticks.
 """
 from __future__ import annotations
 
@@ -75,6 +76,8 @@ class ImpedanceProfilerNode(EstimatorNode):
     def update(self) -> None:
         t0 = time.perf_counter()
         n = self.pipeline.step()
+        if self.draining:            # the played bag has ended: its last, incomplete data-time block too
+            n += self.pipeline.step(flush=True)
         if n:
             self._sample_us.append((time.perf_counter() - t0) * 1e6 / n)
         self.log_error_once(self.pipeline.last_error)

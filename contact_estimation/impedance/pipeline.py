@@ -22,6 +22,18 @@ depends only on the samples and their stamps, not on how they were batched betwe
    second conditioner at 0.6 x cutoff_frequency feeds a second recursive fit whose move is the
    conditioning term of the covariance;
 6. every sample with |v| > v_min inside the edges updates the RLS of its (segment, direction) bin.
+
+Tick-split independence (issue 15): the samples go through steps 3-6 in *data-time blocks*, never in the
+blocks a timer tick happened to collect. The blocks end at fixed boundaries of the data clock, the multiples
+of ``block_ns`` = 1 / publish_rate in epoch nanoseconds. The force samples of [B_(k-1), B_k) are paired,
+conditioned and fitted as one block, once every stream has delivered a sample at or after B_k (in-order
+streams: the block is complete). A step therefore processes zero or more whole blocks. Every later operation
+sees the same arrays whatever the tick split was: the pairing interpolation, both kernels, the noise tracker,
+both RLS fits and the profile. So the estimate at a data stamp is the same to the last bit live, chunked and
+in run-bag. A block that is still incomplete when the input stops is fitted by a *flush*: by
+``step(flush=True)``, or on its own when a step finds no new sample on any input (the tick after the end of a
+bag or of a live stream). A flush while data is still arriving (a live input starved for a whole tick) puts
+one extra block boundary in the stream. Only round-off changes after it.
 """
 from __future__ import annotations
 
@@ -252,7 +264,8 @@ class ImpedancePipeline:
                                                  measured_acceleration=self.imu)
         self.alt_rls = RecursiveSegmentedLS(self.edges, p['forgetting_factor'], p['initial_covariance'],
                                             p['min_velocity'], p['min_samples'], p['min_unique_fraction'],
-                                            p['max_condition'])
+                                            p['max_condition'], hac=False)      # only its estimates are used
+        self.block_ns = max(int(round(1e9 / p['publish_rate'])), 1)     # data-time block (module docstring)
         self.counts: Counter = Counter()
         self.last_error = ''
         self.wrench_frame = ''
@@ -274,6 +287,8 @@ class ImpedancePipeline:
         self.newest_ns = 0
         self._last_sign = 0.0                   # sign of v of the last moving sample
         self._last_reversal = -np.inf           # time (s) of the last sign change of v
+        self._boundary: int | None = None       # end (ns, data time) of the next block to fit
+        self._newest_ref = -1                   # newest force stamp received (ns)
 
     def reset(self) -> None:
         self.joint_buffer.clear()
@@ -332,11 +347,15 @@ class ImpedancePipeline:
         self.imu_buffer.extend(stamps_ns, linear_acceleration)
 
     # ------------------------------------------------------------------ processing
-    def step(self) -> int:
-        """Process everything buffered; returns the number of samples that updated the profile."""
+    def step(self, flush: bool | None = None) -> int:
+        """Take everything buffered and fit the data-time blocks it completes (module docstring); returns the
+        number of samples that updated the profile. ``flush``: also fit the incomplete last block; None
+        (default): flush when this step received no new sample on any input (the input has stopped)."""
         js, jr = self.joint_buffer.pop_all()
         ws, wr = self.wrench_buffer.pop_all()
         ims, imr = self.imu_buffer.pop_all()
+        if flush is None:
+            flush = not (len(js) or len(ws) or len(ims))
         effort = self.force_source == 'effort'
         for seg in self.joint_gate.filter(js, np.isfinite(jr if effort else jr[:, :1]).all(axis=1)):
             if seg.reset_before:
@@ -357,7 +376,7 @@ class ImpedancePipeline:
                 if seg.reset_before:
                     self._jump()
                 self.acc.add(ims[seg.index], imr[seg.index] @ self.imu_axis)
-        used = self._pair()
+        used = self._blocks(flush)
         # bounded memory when a stream stops: keep at most buffer_capacity samples of each waiting
         cap = self.params['buffer_capacity']
         if len(self._r_t) > cap:
@@ -368,7 +387,27 @@ class ImpedancePipeline:
                 track.t, track.y = track.t[-cap:], track.y[-cap:]
         return used
 
+    def _blocks(self, flush: bool) -> int:
+        """Pair, condition and fit every complete data-time block [B - block_ns, B): complete when the force
+        stream and every interpolated stream have reached B. Then, with ``flush``, what is left."""
+        tracks = ([self.pos] if self.force_source == 'wrench' else []) + ([self.acc] if self.imu else [])
+        used = 0
+        while len(self._r_t):
+            first = int(self._r_t[0])
+            if self._boundary is None or first >= self._boundary:     # the block holding the next sample
+                self._boundary = (first // self.block_ns + 1) * self.block_ns
+            b = self._boundary
+            if self._newest_ref < b or any(not len(tr.t) or int(tr.t[-1]) < b for tr in tracks):
+                break
+            used += self._pair(limit=b)
+            self._boundary = b + self.block_ns
+        if flush and len(self._r_t):
+            used += self._pair()
+        return used
+
     def _reference(self, t: np.ndarray, f: np.ndarray, x: np.ndarray) -> None:
+        if len(t):
+            self._newest_ref = max(self._newest_ref, int(t[-1]))
         self._r_t = np.concatenate([self._r_t, t])
         self._r_f = np.concatenate([self._r_f, f])
         self._r_x = np.concatenate([self._r_x, x])
@@ -396,15 +435,18 @@ class ImpedancePipeline:
         self._last_reversal = float(last[-1])
         return (t - last) >= hold
 
-    def _pair(self) -> int:
-        """Sample the position (wrench source) and acceleration (IMU) streams at every force stamp they
-        cover, then condition and update; force stamps beyond them wait, those before them are unpaired."""
+    def _pair(self, limit: int | None = None) -> int:
+        """Sample the position (wrench source) and acceleration (IMU) streams at every force stamp before
+        ``limit`` (ns; None: all) they cover, then condition and update; force stamps beyond them wait, those
+        before them are unpaired."""
         tracks = ([self.pos] if self.force_source == 'wrench' else []) + ([self.acc] if self.imu else [])
         rt = self._r_t
         if not len(rt) or any(not len(tr.t) for tr in tracks):
             return 0
         first = max((int(tr.t[0]) for tr in tracks), default=int(rt[0]))
         last = min((int(tr.t[-1]) for tr in tracks), default=int(rt[-1]))
+        if limit is not None:
+            last = min(last, limit - 1)
         n_early = int(np.searchsorted(rt, first, side='left'))
         n_ready = max(int(np.searchsorted(rt, last, side='right')), n_early)
         self.counts['unpaired'] += n_early
