@@ -178,6 +178,10 @@ def test_wrong_topic_or_geometry_is_one_line_and_exit_2(sled, tmp_path, capsys):
     err = _one_line_error(capsys, cli_main(['multipoint-estimate', str(bag), '--config', str(params),
                                             '--odom-topic', WRENCH]))
     assert f'{WRENCH} has type geometry_msgs/msg/WrenchStamped in the bag, expected nav_msgs/msg/Odometry' in err
+    pose = tmp_path / 'pose.yaml'
+    pose.write_text(params.read_text().replace('publish_rate', 'pose_source: pose\n    publish_rate'))
+    err = _one_line_error(capsys, cli_main(['multipoint-estimate', str(bag), '--config', str(pose)]))
+    assert "pose_source 'pose': multipoint-estimate reads nav_msgs/Odometry" in err, err
 
     bad = tmp_path / 'bad'
     bad.mkdir()
