@@ -40,7 +40,7 @@ instant is rank deficient (δn ∥ δ̇n), §3.4.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy.optimize import lsq_linear
@@ -162,7 +162,6 @@ def noise_columns(cs: ContactSet, ids: np.ndarray, n_instants: int, formulation:
     rows): U_v, U_w (T, m) — the damping column per unit σ of the linear / angular twist noise
     (δ̇_i += −(ξ_v + ξ_ω × l_i)·n_i) — and U_x, U_φ (T, m, 2) — the stiffness and friction columns per unit σ
     of the position / orientation noise (δ_i += −(ξ_x + ξ_φ × l_i)·n_i). ``ids``: one id per instant."""
-    from dataclasses import replace
     kk = cs.k
     ids = np.asarray(ids)
     xi = [_unit_normals(ids, c)[kk] for c in range(4)]
@@ -217,10 +216,20 @@ def mismatch_columns(cs: ContactSet, n_instants: int, formulation: str = 'force'
     return np.concatenate(blocks, axis=1)
 
 
-def mismatch_check(A: np.ndarray, y: np.ndarray, Z: np.ndarray):
+def regressor_noise_rss(A: np.ndarray, A_noisier: np.ndarray, theta: np.ndarray) -> float:
+    """Σ ((A' − A) θ)² with A' = ``eiv_alternative`` rows (one more draw of the inputs' estimated noise): the
+    residual sum of squares that regressor noise at the level present makes (N²); 0 without estimated noise."""
+    d = (np.asarray(A_noisier, float) - np.asarray(A, float)).reshape(-1, 3) @ np.asarray(theta, float)
+    return float(np.sum(d[np.isfinite(d)] ** 2))
+
+
+def mismatch_check(A: np.ndarray, y: np.ndarray, Z: np.ndarray, noise_rss: float = 0.0):
     """``trust.checks.omitted_regressor`` of the ``mismatch_columns`` rows Z against the model rows A (HAC
     Wald test, p < 1e-3 and more than MISMATCH_MIN_SHARE of the wrench): a failed Check names the terms
-    ("model mismatch suspected: omitted ... significant")."""
+    ("model mismatch suspected: omitted ... significant"). With ``noise_rss`` (``regressor_noise_rss``): when
+    the omitted terms carry no more of the wrench than the regressors' own noise makes (share ≤
+    √(noise_rss / Σy²)), the terms cannot be told from that noise (products of noisy δ, δ̇ fit part of it):
+    the refusal says "regressors too noisy" instead."""
     A = np.asarray(A, float).reshape(-1, 3)
     y = np.asarray(y, float).reshape(-1)
     Z = np.asarray(Z, float).reshape(-1, 3)
@@ -228,7 +237,15 @@ def mismatch_check(A: np.ndarray, y: np.ndarray, Z: np.ndarray):
     if not live.any() or len(y) < 24:
         return None
     names = tuple(n for n, on in zip(MISMATCH_NAMES, live) if on)
-    return omitted_regressor(A, y, Z[:, live], names, alpha=1e-3, min_share=MISMATCH_MIN_SHARE)
+    check = omitted_regressor(A, y, Z[:, live], names, alpha=1e-3, min_share=MISMATCH_MIN_SHARE)
+    yy = float(np.sum(y[np.isfinite(y)] ** 2))
+    noise_share = float(np.sqrt(max(noise_rss, 0.0) / yy)) if yy > 0 else 0.0
+    share = float(check.details.get('share', 0.0))
+    if not check.ok and noise_rss > 0 and share <= noise_share:
+        reason = (f'regressors too noisy: omitted {"/".join(names)} carry {share:.1%} of the wrench, no more than '
+                  f'the regressors\' own noise makes ({noise_share:.1%}); p={check.p_value:.2g}')
+        return replace(check, reason=reason)
+    return check
 
 
 def measurement(force, moment, formulation: str = 'force', moment_scale: float = 0.1) -> np.ndarray:
@@ -299,7 +316,7 @@ def _excitation(G: np.ndarray) -> np.ndarray:
 
 def global_fit(A: np.ndarray, y: np.ndarray, *, bounded: bool = True, thresholds: Thresholds | None = None,
                formulation: str = 'force', samples_used: int | None = None, sandwich: bool = True,
-               cov_terms: dict | None = None, checks=()) -> MultiPointEstimate:
+               cov_terms: dict | None = None, checks=(), noise_rss: float = 0.0) -> MultiPointEstimate:
     """Global bounded least squares over stacked rows A (R, 3) θ = y (R,), θ = [k, b, μk]; with ``sandwich``
     its covariance holds the residual HAC sandwich (``residual_sandwich``) and ``cov_terms``."""
     A = np.asarray(A, float).reshape(-1, 3)
@@ -313,7 +330,8 @@ def global_fit(A: np.ndarray, y: np.ndarray, *, bounded: bool = True, thresholds
     if not sandwich and not cov_terms and not checks:
         return first
     hac = residual_sandwich(A, y, first) if sandwich else None
-    return global_fit_gram(*stats, residual_cov=hac, cov_terms=cov_terms, checks=checks, **common)
+    return global_fit_gram(*stats, residual_cov=hac, cov_terms=cov_terms, checks=checks, noise_rss=noise_rss,
+                           **common)
 
 
 def residual_sandwich(A: np.ndarray, y: np.ndarray, fit: MultiPointEstimate) -> np.ndarray | None:
@@ -350,39 +368,157 @@ def slip_alternative(A: np.ndarray, row: np.ndarray, speed: np.ndarray, lever: n
     return out
 
 
-def pulling_alternative(A: np.ndarray, y: np.ndarray, row: np.ndarray, delta: np.ndarray, delta_dot: np.ndarray,
-                        theta: np.ndarray):
-    """The rows of the instants where the fitted law pushes at every contact (k δ + b δ̇ >= 0), the pulling
+def pulling_keep(row: np.ndarray, delta: np.ndarray, delta_dot: np.ndarray, theta: np.ndarray,
+                 n_rows: int) -> np.ndarray | None:
+    """Mask (n_rows,) of the instants where the fitted law pushes at every contact (k δ + b δ̇ >= 0), the pulling
     term's alternative (a contact that cannot pull biases a KV fit through the instants where the fit pulls);
-    (None, None) when none pulls or fewer than max(12, 10 %) instants remain. Per contact: its row index."""
+    None when none pulls or fewer than max(12, 10 %) instants remain. Per contact: its row index."""
     pull = theta[0] * np.asarray(delta) + theta[1] * np.asarray(delta_dot) < 0
     if not pull.any():
-        return None, None
-    keep = np.ones(len(A), bool)
+        return None
+    keep = np.ones(int(n_rows), bool)
     keep[np.asarray(row)[pull]] = False
     if keep.sum() < max(12, len(keep) // 10):
-        return None, None
-    return A[keep], y[keep]
+        return None
+    return keep
 
 
-def alternative_terms(theta: np.ndarray, alternatives: dict, formulation: str = 'force') -> dict:
-    """{name: ΔΔᵀ} with Δ = the global estimate from the alternative rows (A, y) − θ (a rank-deficient
-    alternative: an infinite term, i.e. "unknown"); alternatives given as None are left out."""
+def pulling_alternative(A: np.ndarray, y: np.ndarray, row: np.ndarray, delta: np.ndarray, delta_dot: np.ndarray,
+                        theta: np.ndarray):
+    """The rows (A[keep], y[keep]) of ``pulling_keep``; (None, None) without an alternative."""
+    keep = pulling_keep(row, delta, delta_dot, theta, len(A))
+    return (None, None) if keep is None else (A[keep], y[keep])
+
+
+def bandwidth_scale(half_window: int) -> float:
+    """Share of the move between the ±M and ±(M+1) twists that the ±M twist's own attenuation stands for.
+
+    The centred local line over ±M samples (spacing h) has the slope weights k / (h Σk²), k = −M..M; on a
+    sinusoid of angular frequency ω its gain is Σ k sin(kωh) / (ωh Σk²) = 1 − (ωh)² a(M) / 6 + O((ωh)⁴) with
+    a(M) = Σk⁴ / Σk² = (3M² + 3M − 1) / 5 (M = 1: central differences, a = 1). The estimate moves with the
+    attenuation of δ̇ (first order), so the ±M estimate's bandwidth bias is Δ · a(M) / (a(M+1) − a(M)) where
+    Δ = θ(±(M+1)) − θ(±M): the factor (3M² + 3M − 1) / (6 (M + 1)) (M = 1: 5/12 ≈ 0.42; the move itself is
+    2.4× the ±1 differentiator's own attenuation)."""
+    m = max(int(half_window), 1)
+    return (3.0 * m * m + 3.0 * m - 1.0) / (6.0 * (m + 1.0))
+
+
+def _long_run_covariance(u: np.ndarray) -> np.ndarray:
+    """Σ_{|l| <= L} (1 − |l|/(L+1)) Σ_t ũ_t ũ_{t−l}ᵀ of per-instant vectors u (T, p) centred on their mean
+    (Bartlett / Newey–West), L from their own correlation (``trust.checks.correlation_lags`` per component,
+    the largest): the variance of Σ u_t that the scatter of the u_t shows."""
+    from contact_dynamics_common.trust.checks import correlation_lags
+    u = np.asarray(u, float)
+    T = len(u)
+    if T < 8:
+        return np.full((u.shape[1],) * 2, np.inf)
+    uc = u - u.mean(axis=0)
+    sc = np.sqrt(np.maximum((uc * uc).mean(axis=0), 1e-300))
+    live = (uc * uc).sum(axis=0) > 0
+    L = max([correlation_lags(uc[:, j]) for j in np.nonzero(live)[0]] or [0])
+    L = min(L, T - 1)
+    g = uc / sc
+    S = g.T @ g
+    for lag in range(1, L + 1):
+        Gl = g[lag:].T @ g[:-lag]
+        S += (1.0 - lag / (L + 1.0)) * (Gl + Gl.T)
+    return S * np.outer(sc, sc)
+
+
+def _pinv_scaled(G: np.ndarray) -> np.ndarray:
+    s = np.sqrt(np.maximum(np.diag(G), 1e-300))
+    return np.linalg.pinv(G / np.outer(s, s)) / np.outer(s, s)
+
+
+def delta_noise(A: np.ndarray, y: np.ndarray, theta: np.ndarray, Aa: np.ndarray, ya: np.ndarray,
+                keep: np.ndarray | None = None) -> np.ndarray:
+    """Covariance (3×3, θ units) of the part of Δ = θ_alt − θ that is noise: the two fits see different noise
+    (other twist noise, another draw, other rows), so Δ is noise plus the bias it stands for.
+
+    Per instant t (rows A_t, y_t, residual r_t = y_t − A_t θ), Δ splits exactly into instant contributions
+    (unbounded LS; Σ_t A_tᵀ r_t = 0 subtracted):
+    - same instants, alternative rows A'_t = A_t + E_t, y'_t = y_t + d_t:
+      u_t = P' [E_tᵀ r_t + A'_tᵀ (d_t − E_t θ)],  P' = (Σ A'_tᵀ A'_t)⁻¹;
+    - a subset of the instants (``keep``): u_t = (P_keep 1[t kept] − P) A_tᵀ r_t.
+    The bias is the mean of the u_t; their scatter about it (Bartlett long-run covariance, lags from their
+    own correlation) is the noise variance of Δ = Σ u_t."""
+    A = np.asarray(A, float)
+    T = len(A)
+    A = A.reshape(T, -1, 3)
+    y = np.asarray(y, float).reshape(T, -1)
+    r = y - A @ theta
+    if keep is not None:
+        G = np.einsum('tmi,tmj->ij', A, A)
+        Gk = np.einsum('tmi,tmj->ij', A[keep], A[keep])
+        s = np.einsum('tmi,tm->ti', A, r)
+        u = keep[:, None] * (s @ _pinv_scaled(Gk).T) - s @ _pinv_scaled(G).T
+    else:
+        Aa = np.asarray(Aa, float).reshape(A.shape)
+        ya = np.asarray(ya, float).reshape(y.shape)
+        E, d = Aa - A, ya - y
+        s = np.einsum('tmi,tm->ti', E, r) + np.einsum('tmi,tm->ti', Aa, d - E @ theta)
+        u = s @ _pinv_scaled(np.einsum('tmi,tmj->ij', Aa, Aa)).T
+    ok = np.all(np.isfinite(u), axis=1)
+    return _long_run_covariance(u[ok])
+
+
+def excess(delta: np.ndarray, noise_cov: np.ndarray) -> np.ndarray:
+    """Δ counted only by its excess over its own noise variance V: per component
+    Δ_j √max(0, 1 − V_jj / Δ_j²) (E[Δ_j²] = bias_j² + V_jj; the positive part of the moment estimate of the
+    bias²); a non-finite V leaves Δ as it is."""
+    d = np.asarray(delta, float)
+    v = np.diag(np.asarray(noise_cov, float))
+    with np.errstate(divide='ignore', invalid='ignore'):
+        f = np.where(np.isfinite(v) & (d != 0), np.sqrt(np.maximum(0.0, 1.0 - v / (d * d))), 1.0)
+    return d * f
+
+
+#: the alternatives counted by their excess over their own noise (``excess``): a fresh draw of the input noise
+#: (eiv), a friction column dropped (slip), a subset of the instants (pulling) — fits whose difference from the
+#: estimate is sampling noise plus the bias. The bandwidth and interpolation alternatives re-use the same samples:
+#: their instant contributions vary from impact to impact systematically, so the scatter overstates their noise
+#: (counting it left b 3.6-5 σ off in seed-0/1 calibration draws); they count in full (bandwidth scaled).
+EXCESS_TERMS = ('eiv', 'slip', 'pulling')
+
+
+def alternative_terms(theta: np.ndarray, alternatives: dict, formulation: str = 'force',
+                      base: tuple | None = None, scales: dict | None = None, details: dict | None = None) -> dict:
+    """{name: ddᵀ} per alternative fit (a rank-deficient alternative: an infinite term, i.e. "unknown");
+    alternatives given as None are left out. Each alternative is (A', y') over the same instants as the
+    ``base`` rows (A, y) (shaped (T, m, 3), (T, m)), or (None, None, keep) — the base rows of a subset of the
+    instants. d = Δ = θ_alt − θ; with ``base``, the EXCESS_TERMS count Δ by its excess over its own noise
+    (``delta_noise``, ``excess``); times ``scales[name]`` (e.g. ``bandwidth_scale``). ``details``, when
+    given, receives {name: (Δ, V)}."""
     terms = {}
-    for name, (Aa, ya) in alternatives.items():
+    scales = scales or {}
+    for name, alt in alternatives.items():
+        Aa, ya = alt[0], alt[1]
+        keep = alt[2] if len(alt) > 2 else None
+        if keep is not None and base is not None:
+            Aa, ya = np.asarray(base[0])[keep], np.asarray(base[1])[keep]
         if Aa is None:
             continue
-        alt = global_fit(np.asarray(Aa).reshape(-1, 3), np.asarray(ya).reshape(-1), formulation=formulation,
+        fit = global_fit(np.asarray(Aa).reshape(-1, 3), np.asarray(ya).reshape(-1), formulation=formulation,
                          sandwich=False)
-        d = alt.theta - theta if alt.rank == 3 else np.full(3, np.inf)
-        terms[name] = np.outer(d, d) if np.all(np.isfinite(d)) else np.diag(np.full(3, np.inf))
+        d = fit.theta - theta if fit.rank == 3 else np.full(3, np.inf)
+        if not np.all(np.isfinite(d)):
+            terms[name] = np.diag(np.full(3, np.inf))
+            continue
+        if base is not None:
+            V = delta_noise(base[0], base[1], theta, alt[0], alt[1], keep)
+            if details is not None:
+                details[name] = (d.copy(), V)
+            if name in EXCESS_TERMS:
+                d = excess(d, V)
+        d = d * float(scales.get(name, 1.0))
+        terms[name] = np.outer(d, d)
     return terms
 
 
 def global_fit_gram(G: np.ndarray, g: np.ndarray, yy: float, rows: int, *, bounded: bool = True,
                     thresholds: Thresholds | None = None, formulation: str = 'force',
                     samples_used: int | None = None, rss=None, residual_cov: np.ndarray | None = None,
-                    cov_terms: dict | None = None, checks=()) -> MultiPointEstimate:
+                    cov_terms: dict | None = None, checks=(), noise_rss: float = 0.0) -> MultiPointEstimate:
     """The global fit from the sufficient statistics G = AᵀA, g = Aᵀy, yy = yᵀy of ``rows`` rows (constant cost
     per update however long the record): columns scaled by their RMS, min ||R z − t|| with RᵀR = G_s, z ≥ 0
     (the same minimiser as over the rows). ``rss(θ)``, when the rows are at hand, gives the residual sum of
@@ -391,7 +527,11 @@ def global_fit_gram(G: np.ndarray, g: np.ndarray, yy: float, rows: int, *, bound
     Covariance of θ = [k, b, μk] (see ``honest_covariance``): the white-residual σ²(ΦᵀΦ)⁻¹, raised per
     parameter to ``residual_cov`` (a HAC sandwich of the same fit) when that is larger, plus every matrix of
     ``cov_terms`` (name -> 3×3 PSD in θ units: the chain's conditioning terms), plus a floating-point floor
-    (1e-9 |θ|)². The verdict's significance and the identifiability flag use this total."""
+    (1e-9 |θ|)². The verdict's significance and the identifiability flag use this total.
+
+    ``noise_rss``: the part of the RSS the regressors' own noise accounts for (``regressor_noise_rss``); the
+    "model leaves ... unexplained" test counts the residual beyond it (model error, not input noise, whose
+    effect on θ is the EIV term's), √(max(RSS − noise_rss, 0) / rows) / rms(y) > max_residual_fraction."""
     th = thresholds or Thresholds()
     G, g = np.asarray(G, float), np.asarray(g, float)
     samples = int(samples_used if samples_used is not None else rows)
@@ -447,6 +587,7 @@ def global_fit_gram(G: np.ndarray, g: np.ndarray, yy: float, rows: int, *, bound
     resid_rms = float(np.sqrt(rss / rows))
     y_rms = float(np.sqrt(yy / rows))
     frac = resid_rms / y_rms if y_rms > 0 else float('inf')
+    model_frac = np.sqrt(max(rss - max(float(noise_rss), 0.0), 0.0) / rows) / y_rms if y_rms > 0 else float('inf')
     reasons = []
     if rank < 3:
         reasons.append(f'regressor rank {rank} < 3')
@@ -459,8 +600,9 @@ def global_fit_gram(G: np.ndarray, g: np.ndarray, yy: float, rows: int, *, bound
             reasons.append(f'{name} at its bound (0)')
     if not kpos:
         reasons.append('stiffness <= 0: friction undefined')
-    if frac > th.max_residual_fraction:
-        reasons.append(f'model leaves {100 * frac:.0f}% of the wrench unexplained')
+    if model_frac > th.max_residual_fraction:
+        reasons.append(f'model leaves {100 * frac:.0f}% of the wrench unexplained'
+                       + (f' ({100 * model_frac:.0f}% beyond the regressors\' own noise)' if noise_rss > 0 else ''))
     # the shared verdict (trust.verdict): every parameter must stand out of its honest σ by ``significance``;
     # identified flags = excited AND |value| >= 2 σ (a flag never says yes while σ > |value|)
     verdict = judge(NAMES, np.array([k, b, mu]), cov, flags=excited, required=NAMES, positive=(), z=th.significance,
@@ -523,7 +665,7 @@ def estimate(cs: ContactSet, force, moment=None, *, formulation: str = 'force', 
     if first.rank < 3:
         return first
     row = (np.cumsum(use) - 1)[cs.k]
-    alts = {'pulling': pulling_alternative(A, yu, row, cs.delta, cs.delta_dot, first.theta)}
+    alts = {'pulling': (None, None, pulling_keep(row, cs.delta, cs.delta_dot, first.theta, len(A)))}
     if twist_noise is not None:
         sl = cs.sliding
         alts['slip'] = (slip_alternative(A, row[sl], np.linalg.norm(cs.v_t[sl], axis=1),
@@ -532,6 +674,8 @@ def estimate(cs: ContactSet, force, moment=None, *, formulation: str = 'force', 
     if twist_noise is not None and pose_noise is not None:
         U = [u[use] for u in noise_columns(cs, np.arange(T), T, formulation, moment_scale)]
         alts['eiv'] = (eiv_alternative(A, *U, *twist_noise, *pose_noise), yu)
-    check = mismatch_check(A, yu, mismatch_columns(cs, T, formulation, moment_scale)[use])
-    return global_fit(A.reshape(-1, 3), yu.reshape(-1), cov_terms=alternative_terms(first.theta, alts, formulation),
-                      checks=(check,), **common)
+    noise = regressor_noise_rss(A, alts['eiv'][0], first.theta) if 'eiv' in alts else 0.0
+    check = mismatch_check(A, yu, mismatch_columns(cs, T, formulation, moment_scale)[use], noise)
+    terms = alternative_terms(first.theta, alts, formulation, base=(A, yu))
+    return global_fit(A.reshape(-1, 3), yu.reshape(-1), cov_terms=terms, checks=(check,), noise_rss=noise,
+                      **common)

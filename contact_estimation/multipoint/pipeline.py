@@ -42,7 +42,8 @@ from contact_estimation.geometry.rotations import quat_multiply, quat_to_matrix,
 
 from .estimator import (MultiPointEstimate, Thresholds, alternative_terms, eiv_alternative, friction_columns,
                         global_fit_gram, gram, measurement, mismatch_check, mismatch_columns, noise_columns,
-                        pulling_alternative, regressor, residual_sandwich, robust_noise, slip_alternative)
+                        bandwidth_scale, pulling_keep, regressor, regressor_noise_rss, residual_sandwich, robust_noise,
+                        slip_alternative)
 
 _POSE_COLS = ('_p_t', '_p_x', '_p_q', '_p_v', '_p_w', '_p_v2', '_p_w2', '_p_known', '_p_start', '_p_noise_done')
 _ROW_COLS = ('_rows_t', '_rows_id', '_rows_A', '_rows_y', '_rows_A_bw', '_rows_A_in', '_rows_y_in', '_rows_Z',
@@ -487,10 +488,10 @@ class MultiPointPipeline:
         common = dict(thresholds=self.thresholds, formulation=self.params['formulation'],
                       samples_used=len(self._rows_t))
         first = global_fit_gram(*self._stats, rss=rss, **common)
-        hac, terms = self._sigma_terms(first, A, y)
-        check = mismatch_check(A, y, self._rows_Z) if first.rank == 3 else None
+        hac, terms, noise = self._sigma_terms(first, A, y)
+        check = mismatch_check(A, y, self._rows_Z, noise) if first.rank == 3 else None
         self.estimate = global_fit_gram(*self._stats, rss=rss, residual_cov=hac, cov_terms=terms, checks=(check,),
-                                        **common)
+                                        noise_rss=noise, **common)
         for name, C in (('hac', hac), *terms.items()):
             if C is not None:
                 sd = np.sqrt(np.maximum(np.diag(C), 0.0))
@@ -505,7 +506,7 @@ class MultiPointPipeline:
         interpolation, slip, pulling) from the alternative rows (``estimator.alternative_terms``)."""
         hac = residual_sandwich(A, y, first)
         if hac is None:
-            return None, {}
+            return None, {}, 0.0
         theta = first.theta
         sv, sw = self.twist_noise()
         sx, sp = self.pose_noise()
@@ -514,10 +515,14 @@ class MultiPointPipeline:
         alts = {'bandwidth': (self._rows_A_bw, self._rows_y), 'interpolation': (self._rows_A_in, self._rows_y_in),
                 'slip': (slip_alternative(self._rows_A, row, self._c_speed, self._c_lever, self._c_fcol, sv, sw),
                          self._rows_y),
-                'pulling': pulling_alternative(self._rows_A, self._rows_y, nrow, self._n_delta, self._n_ddot, theta),
+                'pulling': (None, None, pulling_keep(nrow, self._n_delta, self._n_ddot, theta, len(self._rows_A))),
                 'eiv': (eiv_alternative(self._rows_A, self._rows_Uv, self._rows_Uw, self._rows_Ux, self._rows_Up,
                                         sv, sw, sx, sp), self._rows_y)}
-        return hac, alternative_terms(theta, alts, self.params['formulation'])
+        self.term_details = {}
+        terms = alternative_terms(theta, alts, self.params['formulation'], base=(self._rows_A, self._rows_y),
+                                  scales={'bandwidth': bandwidth_scale(self.half_window)},
+                                  details=self.term_details)
+        return hac, terms, regressor_noise_rss(self._rows_A, alts['eiv'][0], theta)
 
     def _noise_window(self) -> np.ndarray:
         lo = self._rows_t[0] if self.params['window'] > 0 else -1
