@@ -219,6 +219,28 @@ def test_wrong_topic_or_geometry_is_one_line_and_exit_2(sled, tmp_path, capsys):
                                       'geometry_file being empty and no geometry.yaml beside the bag]'), result.notes
 
 
+def test_sensitivity_takes_topics_and_the_geometry_rule_and_refuses_in_one_line(sled, tmp_path, capsys):
+    """multipoint-sensitivity: custom topics by flag, the geometry by the tools' rule (the bag's own here, said
+    in the printed line), and one line + exit 2 for a missing topic, a bag without truth (its tables are errors
+    against it) and a payload without the ACU V-guides it perturbs."""
+    bag, _, _, _ = sled
+    out = ['--out', str(tmp_path / 'sens')]
+    err = _one_line_error(capsys, cli_main(['multipoint-sensitivity', str(bag), *out]))
+    assert "topic '/payload/odom' is not in the bag" in err and ODOM in err, err
+    err = _one_line_error(capsys, cli_main(['multipoint-sensitivity', str(bag), '--odom-topic', ODOM,
+                                            '--wrench-topic', WRENCH, *out]))
+    assert 'no ground truth' in err and 'multipoint-estimate' in err, err
+    truthful = tmp_path / 'with_truth'
+    shutil.copytree(bag, truthful)
+    (truthful / 'truth.yaml').write_text(yaml.safe_dump({'stiffness': K, 'damping': float(B), 'friction': MU}))
+    code = cli_main(['multipoint-sensitivity', str(truthful), '--odom-topic', ODOM, '--wrench-topic', WRENCH, *out])
+    cap = capsys.readouterr()
+    assert f"geometry {truthful / 'geometry.yaml'} [the bag's own" in cap.out, cap
+    err = cap.err.strip()
+    assert code == 2 and '\n' not in err and 'Traceback' not in err, cap
+    assert 'the sweep perturbs the ACU V-guides vg1, vg2, vg3, vg4' in err and 'runner_left' in err, err
+
+
 def test_geometry_file_conventions(tmp_path):
     """Parts: box centred on its frame, tent base centred with the ridge along x at z = -height, prism and
     vertices as written; rpy = Rz(yaw) Ry(pitch) Rx(roll) about fixed axes, then position; environment

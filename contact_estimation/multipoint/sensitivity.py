@@ -3,11 +3,16 @@ trajectory, recompute the contact kinematics with perturbed payload parts (V-gui
 tabulate the estimate errors in the format of §4.7 (estimate [|error| %], one column per modified guide and
 one for all four; rows per modification; the two random combinations).
 
-  contact-dynamics multipoint-sensitivity BAG [--geometry GEOMETRY.yaml] --out DIR [--quick]
+  contact-dynamics multipoint-sensitivity BAG [--geometry GEOMETRY.yaml] [--odom-topic T] [--wrench-topic T]
+                                            --out DIR [--quick]
   contact-dynamics multipoint-sensitivity --simulate M2 --out DIR
 
-The bag needs the payload Odometry and wrench topics of ``contact-dynamics simulate multipoint`` and its
-truth (custom_data ground_truth or truth.yaml); the geometry defaults to BAG/geometry.yaml.
+The bag needs a payload Odometry and a wrench topic at the same stamps (default ``/payload/odom`` and
+``/payload/wrench``, as ``contact-dynamics simulate multipoint`` writes them) and its truth (truth.yaml beside
+it or custom_data ground_truth): the tables are errors against it (``multipoint-estimate`` needs no truth). The
+geometry follows the rule of every multi-point tool (``config.geometry_source``: ``--geometry``, else
+BAG/geometry.yaml, else the packaged ACU surrogate; one line says which); the sweep perturbs the ACU's V-guides
+``vg1``..``vg4``, so the payload must have those parts. Wrong input: one line, exit 2.
 """
 from __future__ import annotations
 
@@ -148,10 +153,16 @@ def write_report(results: list[Result], truth, out_dir: str | Path) -> Path:
 def trajectory_from_bag(path: str | Path, odom: str = '/payload/odom', wrench: str = '/payload/wrench'):
     """(Trajectory in world axes, truth) of a bag written by ``contact-dynamics simulate multipoint``."""
     from contact_dynamics_common.bag import BagReader
+    from contact_dynamics_common.params import ConfigError
     bag = BagReader(path)
+    for topic in (odom, wrench):
+        if topic not in bag.topics:
+            raise ConfigError(f"{path}: topic '{topic}' is not in the bag (topics: {', '.join(sorted(bag.topics))})")
     o, w = bag.columns(odom), bag.columns(wrench)
+    if 'orientation' not in o or 'force' not in w:
+        raise ConfigError(f'{path}: {odom} must be nav_msgs/Odometry and {wrench} geometry_msgs/WrenchStamped')
     if not np.array_equal(o['stamp_ns'], w['stamp_ns']):
-        raise ValueError('the sensitivity replay needs the pose and wrench at the same stamps')
+        raise ConfigError(f'{path}: the sensitivity replay needs {odom} and {wrench} at the same stamps')
     q = o['orientation'] / np.linalg.norm(o['orientation'], axis=1, keepdims=True)
     R = quat_to_matrix(q)
     rot = lambda a: np.einsum('nij,nj->ni', R, a)
@@ -163,7 +174,8 @@ def trajectory_from_bag(path: str | Path, odom: str = '/payload/odom', wrench: s
     if truth is None and (Path(path) / 'truth.yaml').is_file():
         truth = yaml.safe_load((Path(path) / 'truth.yaml').read_text())
     if truth is None:
-        raise ValueError(f'{path}: no ground truth (custom_data ground_truth or truth.yaml)')
+        raise ConfigError(f'{path}: no ground truth (truth.yaml or custom_data ground_truth): the sensitivity tables '
+                          'are errors against it; multipoint-estimate estimates without truth')
     return tr, truth
 
 
@@ -173,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('bag', nargs='?', help='a multi-point record (contact-dynamics simulate multipoint)')
     parser.add_argument('--simulate', choices=('M2', 'M3'), help='simulate the record instead of reading a bag')
     parser.add_argument('--geometry', help='geometry YAML (default: BAG/geometry.yaml, or the ACU surrogate)')
+    parser.add_argument('--odom-topic', default='/payload/odom', help='payload Odometry topic (default /payload/odom)')
+    parser.add_argument('--wrench-topic', default='/payload/wrench',
+                        help='payload WrenchStamped topic (default /payload/wrench)')
     parser.add_argument('--out', required=True, help='directory for sensitivity.md and sensitivity.yaml')
     parser.add_argument('--formulation', default='force', choices=('force', 'moment', 'force_moment'))
     parser.add_argument('--quick', action='store_true', help='a subset of the rows')
@@ -184,8 +199,17 @@ def main(argv: list[str] | None = None) -> int:
         from .acu import acu_geometry
         payload, env = load_geometry(args.geometry) if args.geometry else acu_geometry()
     elif args.bag:
-        tr, truth = trajectory_from_bag(args.bag)
-        payload, env = load_geometry(args.geometry or Path(args.bag) / 'geometry.yaml')
+        from contact_dynamics_common.params import ConfigError
+
+        from .config import describe_sources, geometry_source
+        tr, truth = trajectory_from_bag(args.bag, odom=args.odom_topic, wrench=args.wrench_topic)
+        src = geometry_source(args.geometry or '', bag=args.bag)
+        payload, env = src.payload, src.environment
+        print(describe_sources(src, {'odometry': args.odom_topic, 'wrench': args.wrench_topic}))
+        missing = [g for g in GUIDES if g not in payload.names]
+        if missing:
+            raise ConfigError(f"geometry {src.path}: the sweep perturbs the ACU V-guides {', '.join(GUIDES)}; "
+                              f"the payload has no {', '.join(missing)} (parts: {', '.join(payload.names)})")
     else:
         parser.error('give a BAG or --simulate')
     results = run_sweep(tr, payload, env, truth, rows=QUICK_ROWS if args.quick else None,
