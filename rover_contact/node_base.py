@@ -11,7 +11,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
 from contact_dynamics.msg import ObstacleHypothesis
-from contact_dynamics_common.node import ERROR, OK, WARN, EstimatorNode, RateMeter, latched_qos, status
+from contact_dynamics_common.node import ERROR, OK, WARN, EstimatorNode, InputStats, latched_qos, status
 from contact_dynamics_common.params import ConfigError
 
 from .inputs import QUIET_DROPS, model_from_urdf
@@ -89,8 +89,10 @@ class RoverNode(EstimatorNode):
         self.pub = None
         self.description_error = ''
         self.description_state = "waiting for robot_description (using the role map's URDF)"
-        self.rates = {'joint_states': RateMeter(), 'odometry': RateMeter(), 'obstacle': RateMeter()}
+        # InputStats: the messages lost before the callback are counted too (publication sequence numbers)
+        self.rates = {'joint_states': InputStats(), 'odometry': InputStats(), 'obstacle': InputStats()}
         self._pending: list = []                 # (push function, message) in arrival order
+        self._queue_seen: dict[str, int] = {}    # per input: dropped.queue at the previous report
         self.timing = UpdateTiming(1.0 / self.params['publish_rate'])
         self.log_limited = LogLimiter()
 
@@ -160,8 +162,18 @@ class RoverNode(EstimatorNode):
             self.pipeline = self.pipeline_class(self.params, self.pipeline.model)
 
     def rate_statuses(self) -> list:
-        """'<node>: input <name>' per input: OK once messages arrive, WARN before."""
-        return [self.input_status(k, meter) for k, meter in self.rates.items()]
+        """'<node>: input <name>' per input: rate, received (callbacks), ``dropped.queue`` (lost before the
+        callback: received + dropped.queue = published); OK once messages arrive, WARN before and while new
+        messages are lost before the callback."""
+        out = []
+        for k, meter in self.rates.items():
+            lost = meter.lost()
+            seen = self._queue_seen.get(k, 0)
+            self._queue_seen[k] = lost
+            dropping = f'overload: {lost - seen} messages lost before the callback since the last report' \
+                if lost > seen else ''
+            out.append(self.input_status(k, meter, {'dropped.queue': lost}, dropping=dropping))
+        return out
 
     def timing_status(self):
         """'<node>: timing': WARN with the figures when a recent update took longer than the period."""

@@ -406,3 +406,49 @@ def test_ordering_counts_and_overrun_over_dds(rover):
         out_i, out_p = _close(pub_node, listener, impact, posture)
     assert 'Traceback' not in out_i + out_p, out_i + out_p
     assert out_i.count('out of order') <= 2                # one line per cause (rate-limited), no payload
+
+
+def test_burst_losses_are_counted(rover):
+    """impact_indicator with a 5-deep input queue gets 20 good JointStates at 20 Hz, a burst of 1000 copies of one of
+    them at once, then 20 more: every published message is either received by a callback or counted as lost before
+    it (received + dropped.queue = published, dropped.queue > 0: the burst overflowed the queue), and the drain
+    pushes every received one into the ledger (the 'inputs' status received = the callbacks)."""
+    model, q, v = rover
+    names = model.joint_names
+    jp = model.joint_positions(q)
+    pos, vel = [jp[n] for n in names], [v[model.idx_v[n]] for n in names]
+    node = start_node('rover_contact.impact.node', '-p', 'publish_rate:=20.0', '-p', 'input_queue_size:=5')
+    rclpy.init()
+    listener = Listener({'/diagnostics': DiagnosticArray})
+    pub_node = Node('rover_burst_pub')
+    published = 0
+    try:
+        js = pub_node.create_publisher(JointState, '/joint_states', 2000)
+        wait_matched([js], timeout=30)
+        for phase in ('good', 'burst', 'good'):
+            if phase == 'burst':
+                msg = _js(pub_node, names, pos, vel)
+                for _ in range(1000):
+                    js.publish(msg)
+                published += 1000
+                time.sleep(0.5)
+                continue
+            for _ in range(20):
+                js.publish(_js(pub_node, names, pos, vel))
+                published += 1
+                time.sleep(0.05)
+
+        def settled():
+            s = listener.diag('impact_indicator: input joint_states')
+            return bool(s) and int(s['received']) + int(s['dropped.queue']) >= published
+        listener.wait_for(settled, timeout=15)
+        time.sleep(1.2)                                    # one more report after the last drain
+        s = listener.diag('impact_indicator: input joint_states')
+        ledger = listener.diag('impact_indicator: inputs')
+    finally:
+        out, = _close(pub_node, listener, node)
+    assert 'Traceback' not in out, out
+    received, lost = int(s['received']), int(s['dropped.queue'])
+    print(f'published {published}, received {received}, dropped.queue {lost}')
+    assert received + lost == published and lost > 0, s
+    assert int(ledger['joint_states.received']) == received, ledger
