@@ -179,3 +179,43 @@ def test_seeded_calibration_has_no_confident_wrong_estimate(family):
     run_family(f'multipoint/{family}', getattr(cal, family), 4, 0, report)
     assert not report.errors, report.errors
     assert report.violations() == []
+
+
+def test_bandwidth_scale_is_the_differentiators_own_share_of_the_move():
+    """The bandwidth term's factor equals (1 − g_M) / (g_M − g_{M+1}) of the local-line gains on a well-resolved
+    sinusoid (g_M(x) = Σ k sin(kx) / (x Σk²), x = ωh), the ±M differentiator's attenuation per unit move."""
+    from contact_estimation.multipoint.estimator import bandwidth_scale
+
+    def gain(m, x):
+        k = np.arange(-m, m + 1)
+        return float(np.sum(k * np.sin(k * x)) / (x * np.sum(k * k)))
+    for m in (1, 2, 3):
+        x = 0.02
+        numeric = (1 - gain(m, x)) / (gain(m, x) - gain(m + 1, x))
+        assert bandwidth_scale(m) == pytest.approx(numeric, rel=1e-3)
+    assert bandwidth_scale(1) == pytest.approx(5 / 12)
+
+
+def test_delta_noise_measures_the_scatter_of_a_noise_driven_alternative():
+    """An alternative fit on rows with one fresh draw of regressor noise: the noise variance ``delta_noise``
+    estimates from one record matches the scatter of Δ over 120 records (within 35 %), and ``excess``
+    removes a Δ no larger than that noise."""
+    from contact_estimation.multipoint.estimator import delta_noise, excess, global_fit
+    rng = np.random.default_rng(7)
+    T, theta = 400, np.array([2.0, 0.5, 1.0])
+    deltas, vs = [], []
+    for _ in range(120):
+        A = rng.normal(size=(T, 3, 3)) + 1.0
+        y = A @ theta + 0.1 * rng.normal(size=(T, 3))
+        fit = global_fit(A.reshape(-1, 3), y.reshape(-1), sandwich=False)
+        Aa = A + 0.1 * rng.normal(size=A.shape)
+        alt = global_fit(Aa.reshape(-1, 3), y.reshape(-1), sandwich=False)
+        deltas.append(alt.theta - fit.theta)
+        vs.append(np.diag(delta_noise(A, y, fit.theta, Aa, y)))
+    d = np.array(deltas)
+    scatter = d.var(axis=0)
+    est = np.mean(vs, axis=0)
+    assert np.all(np.abs(est / scatter - 1) < 0.35), (est, scatter)
+    V = np.diag(est)
+    assert np.all(excess(0.9 * np.sqrt(est), V) == 0)
+    assert np.allclose(excess(10 * np.sqrt(est), V), 10 * np.sqrt(est) * np.sqrt(0.99))
