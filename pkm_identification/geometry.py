@@ -23,7 +23,7 @@ from .kinematics import jacobian, pose
 from .machine import INERTIA_NAMES_12, GeometryError, Machine
 
 __all__ = ['INERTIA_NAMES_12', 'GeometryError', 'KEYS', 'MAX_LENGTH', 'Machine', 'check_architecture',
-           'find_machine_file', 'load_machine', 'machine_from_dict', 'machines_dir']
+           'find_machine_file', 'finite_scalar', 'load_machine', 'machine_from_dict', 'machines_dir']
 
 #: every key of a machine file: (required, what it is); anything else is refused
 KEYS = {
@@ -50,7 +50,7 @@ def machines_dir() -> Path:
     return config_dir() / 'pkm_machines'
 
 
-def _float(v) -> float | None:
+def finite_scalar(v) -> float | None:
     """A YAML scalar as a finite float (a string such as '1e-3', which YAML 1.1 reads as text, too); None
     for anything else ('0.1 m', true, a list, nan)."""
     if isinstance(v, bool):
@@ -63,7 +63,7 @@ def _float(v) -> float | None:
 
 
 def _number(doc: dict, key: str, low: float, high: float, unit: str, hint: str = '') -> float:
-    v = _float(doc[key])
+    v = finite_scalar(doc[key])
     if v is None:
         raise GeometryError(f"'{key}' must be a finite number in {unit}, got {doc[key]!r}")
     if not low < v <= high:
@@ -109,7 +109,7 @@ def machine_from_dict(doc: dict, check: bool = True, default_name: str = 'unname
         raise GeometryError(f"'inertia' lacks {', '.join(lacking)}")
     inertia_si = {}
     for k in INERTIA_NAMES_12:
-        v = _float(inertia[k])
+        v = finite_scalar(inertia[k])
         unit = 'kg' if k.startswith('m_') else 'kg*m^2'
         if v is None or v <= 0:
             raise GeometryError(f"inertia '{k}' = {inertia[k]!r} must be a finite number > 0 in {unit}")

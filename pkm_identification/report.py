@@ -41,7 +41,7 @@ from contact_dynamics_common.report import plot_estimates
 
 from . import dynamics as D
 from .config import NODE_NAME, PARAMS
-from .geometry import INERTIA_NAMES_12, _float
+from .geometry import INERTIA_NAMES_12, finite_scalar
 from .offline import OfflinePkmIdentifier
 
 TOPIC = f'/{NODE_NAME}/parameters'
@@ -98,11 +98,11 @@ def truth_from_dict(doc, source: str) -> Truth:
         if unit is None:
             fail(f"unknown parameter 'ground_truth.{k}' (known: {', '.join(D.ALL_NAMES)}; or the machine "
                  f"file's {', '.join(INERTIA_NAMES_12)})")
-        if _float(v) is None:
+        if finite_scalar(v) is None:
             fail(f"'ground_truth.{k}' = {v!r} must be a finite number in {unit}")
         if k in units and str(units[k]).replace(' ', '') != unit:
             fail(f"'units.{k}' = {units[k]!r}: {k} is in {unit}")
-        (values if k in TRUTH_UNITS else parts)[k] = _float(v)
+        (values if k in TRUTH_UNITS else parts)[k] = finite_scalar(v)
     extra_units = [str(k) for k in units if str(k) not in gt]
     if extra_units:
         fail(f"'units.{extra_units[0]}' names no parameter of 'ground_truth'")
