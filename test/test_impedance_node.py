@@ -2,7 +2,7 @@
 
 The S2 multisine of the Colton test plant (quantised x, noisy force as the joint effort) is published at
 recorded speed; the node's final profile must equal the offline run of the same data through run-bag
-(1e-9), and be near the truth; a wrong parameter stops the node with the reason.
+(bit for bit: data-time blocks), and be near the truth; a wrong parameter stops the node with the reason.
 """
 from __future__ import annotations
 
@@ -77,6 +77,9 @@ def test_live_profile_at_4khz_equals_offline_run_bag(tmp_path, ros_context):
         off = result.outputs['/impedance_profiler/profile'][-1][1]
         expected = off['samples_used']
         assert listener.wait_for(lambda: bool(final()), timeout=20.0), 'no profile covering every sample'
+        # the pipeline's counters after that profile (its flush count says whether blocks can differ)
+        listener.wait_for(lambda: int(float(listener.diag('impedance_profiler: pipeline').get('samples_used', -1)))
+                          == expected, timeout=5.0)
         client = pub_node.create_client(Trigger, '/impedance_profiler/save')
         assert client.wait_for_service(timeout_sec=10.0)
         saved = call_service(pub_node, client, Trigger.Request())
@@ -85,10 +88,18 @@ def test_live_profile_at_4khz_equals_offline_run_bag(tmp_path, ros_context):
         log = stop(proc)
         listener.close()
     live = final()[-1]
-    for name in FIELDS:     # parameters to 1e-9; the covariance (a difference of sums) to 1e-6
-        rtol = 1e-6 if name.startswith(('covariance', 'kappa')) else 1e-9
-        np.testing.assert_allclose(np.array(getattr(live, name)), np.array(off[name]), rtol=rtol, atol=1e-12,
-                                   err_msg=name)
+    pipe = listener.diag('impedance_profiler: pipeline')
+    flushes = int(float(pipe.get('flushes', -1))) if int(float(pipe.get('samples_used', -1))) == expected else -1
+    for name in FIELDS:
+        # data-time blocks: the same blocks as run-bag, bit for bit, when the only flush was the one at the end
+        # of the stream; a tick without new samples mid-stream (the publisher starved of CPU for a tick) adds a
+        # block boundary: then round-off, parameters to 1e-9 and the covariance (a difference of sums) to 1e-6
+        if flushes == 1:
+            np.testing.assert_array_equal(np.array(getattr(live, name)), np.array(off[name]), err_msg=name)
+        else:
+            rtol = 1e-6 if name.startswith(('covariance', 'kappa')) else 1e-9
+            np.testing.assert_allclose(np.array(getattr(live, name)), np.array(off[name]), rtol=rtol,
+                                       atol=1e-12, err_msg=f'{name} ({flushes} flushes)')
     assert list(live.status_pos) == off['status_pos'] and live.valid == off['valid']
     # 5 s of data after the fade-in is short, but k is already near the truth in the kink-free bins
     k = np.array([live.stiffness_pos, live.stiffness_neg])
@@ -104,7 +115,7 @@ def test_live_profile_at_4khz_equals_offline_run_bag(tmp_path, ros_context):
     assert saved is not None and saved.success, saved
     stored = load_profile(tmp_path / 'saved.yaml')
     np.testing.assert_allclose(stored.value('stiffness')[0], np.array(off['stiffness_pos']), rtol=1e-9)
-    pipe = listener.diag('impedance_profiler: pipeline')
+    print(f'impedance live vs run-bag: {flushes} flush(es) live')
     assert float(pipe['sample_rate_hz']) == pytest.approx(4000.0), (pipe, log)
     assert float(pipe['update_us_per_sample_p50']) < 200.0, pipe
 

@@ -81,7 +81,7 @@ def test_launch_file_live_equals_run_bag(launch_file, namespace, workdir):
     cases = [CASES[n] for n in names]
     bag = simulate(cases[0], workdir / f'bag_{cases[0].simulate[0]}')
     args = ['use_sim_time:=true']
-    offline_out, types, ignore, chunked = {}, {}, (), False
+    offline_out, types, ignore, chunked, data_count = {}, {}, (), False, ''
     for name, case in zip(names, cases):
         config = ROOT / 'config' / case.config
         if namespace:                      # the documented params_file argument, a copy elsewhere
@@ -94,6 +94,7 @@ def test_launch_file_live_equals_run_bag(launch_file, namespace, workdir):
         types.update(ty)
         ignore += case.ignore
         chunked |= case.chunked
+        data_count = data_count or case.data_count
     if launch_file != 'rover_contact.launch.py':
         args += list(cases[0].launch_args)
     if namespace:
@@ -106,9 +107,10 @@ def test_launch_file_live_equals_run_bag(launch_file, namespace, workdir):
     live = {t[len(prefix):]: msgs for t, msgs in run.outputs.items()}
     for topic in offline_out:
         assert live[topic], f'{topic}: nothing published\n{run.log[-4000:]}'
-    n, diffs = matched(live, offline_out, ignore, chunked)
+    lost = []
+    n, diffs = matched(live, offline_out, ignore, chunked, data_count, lost)
     print(f'{launch_file} namespace={namespace!r}: {sum(len(v) for v in live.values())} live messages, '
-          f'{n} at run-bag data stamps, {len(diffs)} differences')
+          f'{n} at run-bag data stamps, {len(diffs)} differences, {len(lost)} on other data (samples lost)')
     assert not diffs, '\n'.join(diffs[:10])
     assert n >= 1
     if not chunked and launch_file == 'pkm_identification.launch.py':
@@ -142,5 +144,7 @@ def test_played_bag_ends_with_run_bags_last_estimate(name, workdir):
     print(f'{name}: last live stamp {stamp}, last run-bag stamp {last_off_stamp}; drain logged: {drained}')
     assert drained, run.log[-3000:]
     assert stamp == last_off_stamp
-    n, diffs = matched({main_topic: [last]}, {main_topic: off[main_topic]}, case.ignore, case.chunked)
-    assert n == 1 and not diffs, diffs
+    lost = []
+    n, diffs = matched({main_topic: [last]}, {main_topic: off[main_topic]}, case.ignore, case.chunked,
+                       case.data_count, lost)
+    assert n == 1 and not diffs, (diffs, f'{len(lost)} on other data (samples lost)')

@@ -31,9 +31,11 @@ streams: the block is complete). A step therefore processes zero or more whole b
 sees the same arrays whatever the tick split was: the pairing interpolation, both kernels, the noise tracker,
 both RLS fits and the profile. So the estimate at a data stamp is the same to the last bit live, chunked and
 in run-bag. A block that is still incomplete when the input stops is fitted by a *flush*: by
-``step(flush=True)``, or on its own when a step finds no new sample on any input (the tick after the end of a
-bag or of a live stream). A flush while data is still arriving (a live input starved for a whole tick) puts
-one extra block boundary in the stream. Only round-off changes after it.
+``step(flush=True)``, or on its own when a step finds no new sample on any input (run-bag: the tick after the
+end of the bag). The live node flushes only when its input has ended: the sim-time drain, or on the wall
+clock two ticks and 0.5 s without a sample (node.py). A flush while data is still arriving would put one
+extra block boundary into the stream, and only round-off changes after it. A pause in a bag's data longer
+than a tick is such a case: run-bag flushes there and the live node does not.
 """
 from __future__ import annotations
 
@@ -402,7 +404,10 @@ class ImpedancePipeline:
             used += self._pair(limit=b)
             self._boundary = b + self.block_ns
         if flush and len(self._r_t):
+            n0 = self.counts['samples_conditioned']
             used += self._pair()
+            if self.counts['samples_conditioned'] > n0:
+                self.counts['flushes'] += 1        # an extra block boundary (module docstring)
         return used
 
     def _reference(self, t: np.ndarray, f: np.ndarray, x: np.ndarray) -> None:
