@@ -26,9 +26,9 @@ if str(ROOT) not in sys.path:
 #: outputs whose value at a data stamp depends on how the samples were split into timer ticks (live: by when
 #: /clock and the data arrive over DDS; run-bag: by bag time), measured here at the same data stamp:
 #: contact_estimator's extras (12 trust figures vs 3 when a check ran at another tick). Their numbers are
-#: compared to CHUNKED_REL_TOL, covariances and extras are not; the exact cases use REL_TOL (impedance_profiler
-#: fits data-time blocks since issue 15: live == run-bag bit for bit at every shared stamp, covariances and
-#: extras included).
+#: compared to CHUNKED_REL_TOL, covariances and extras are not; the exact cases use REL_TOL
+#: (impedance_profiler fits data-time blocks since issue 15: live == run-bag bit for bit at every shared stamp,
+#: covariances and extras included).
 CHUNKED_REL_TOL = 2e-2
 CHUNKED_IGNORE = ('covariance', 'covariance_pos', 'covariance_neg', 'extras')
 
@@ -65,7 +65,8 @@ CASES = {
                                           'pose_topic:=/payload/pose')),
     'pkm_identifier': Case('pkm_identifier', ('pkm', '--duration', '3', '--trajectory', 'multisine'),
                            'pkm_identifier.yaml', 'pkm_identification.launch.py',
-                           ('joint_states_topic:=/joint_states',)),    # fixed update_block blocks: exact
+                           ('joint_states_topic:=/joint_states',),     # fixed update_block blocks: exact
+                           data_count='samples_used'),
     # time_to_contact compared too: the distance driven is counted from the hypothesis's stamp on the odometry
     # track (data time), no longer from its arrival (0.04 s shorter live before)
     'impact_indicator': Case('impact_indicator', ('rover-approach', '--duration', '3'), 'impact_indicator.yaml',
@@ -308,7 +309,8 @@ def main(argv=None) -> int:
         ok = published > 0 and n > 0 and not diffs and 'Traceback' not in run.log
         other = f' ({len(lost)} on other data: samples lost)' if lost else ''
         print(f"{'ok  ' if ok else 'FAIL'} {name}: {published} messages on {len(run.outputs)} topics, {n} at "
-              f"run-bag's data stamps, {len(diffs)} differences{other} ({time.monotonic() - t0:.1f} s)", flush=True)
+              f"run-bag's data stamps, {len(diffs)} differences{other} ({time.monotonic() - t0:.1f} s)",
+              flush=True)
         if not ok:
             failed.append(name)
             print('\n'.join(diffs[:5]) + '\n' + run.log[-3000:])

@@ -47,7 +47,8 @@ def test_streaming_sums_equal_the_batch_newey_west_meat_for_any_split():
         if i < n:                             # the random split's remainder
             m = n - i
             h.update(z[i:], blk[i:], np.arange(m), np.array([0]), np.array([m]), np.ones(m), np.ones(1))
-        np.testing.assert_allclose(h.meat(0, theta, gamma), reference, rtol=1e-9, atol=1e-9 * np.abs(reference).max())
+        np.testing.assert_allclose(h.meat(0, theta, gamma), reference, rtol=1e-9,
+                                   atol=1e-9 * np.abs(reference).max())
 
 
 def _ar(rng, n, rho):

@@ -49,6 +49,10 @@ def _publish(node: Node, rec, n: int) -> None:
             pub.publish(m)
 
 
+def _pipeline_count(listener, key: str) -> int:
+    return int(float(listener.diag('impedance_profiler: pipeline').get(key, -1)))
+
+
 def test_live_profile_at_4khz_equals_offline_run_bag(tmp_path, ros_context):
     rec = sc.simulate('S2', duration=7.0, seed=5)
     n = len(rec.t)
@@ -78,8 +82,7 @@ def test_live_profile_at_4khz_equals_offline_run_bag(tmp_path, ros_context):
         expected = off['samples_used']
         assert listener.wait_for(lambda: bool(final()), timeout=20.0), 'no profile covering every sample'
         # the pipeline's counters after that profile (its flush count says whether blocks can differ)
-        listener.wait_for(lambda: int(float(listener.diag('impedance_profiler: pipeline').get('samples_used', -1)))
-                          == expected, timeout=5.0)
+        listener.wait_for(lambda: _pipeline_count(listener, 'samples_used') == expected, timeout=5.0)
         client = pub_node.create_client(Trigger, '/impedance_profiler/save')
         assert client.wait_for_service(timeout_sec=10.0)
         saved = call_service(pub_node, client, Trigger.Request())
@@ -89,11 +92,12 @@ def test_live_profile_at_4khz_equals_offline_run_bag(tmp_path, ros_context):
         listener.close()
     live = final()[-1]
     pipe = listener.diag('impedance_profiler: pipeline')
-    flushes = int(float(pipe.get('flushes', -1))) if int(float(pipe.get('samples_used', -1))) == expected else -1
+    current = _pipeline_count(listener, 'samples_used') == expected       # counters after the final profile
+    flushes = _pipeline_count(listener, 'flushes') if current else -1
     for name in FIELDS:
-        # data-time blocks: the same blocks as run-bag, bit for bit, when the only flush was the one at the end
-        # of the stream; a tick without new samples mid-stream (the publisher starved of CPU for a tick) adds a
-        # block boundary: then round-off, parameters to 1e-9 and the covariance (a difference of sums) to 1e-6
+        # data-time blocks: the same blocks as run-bag, bit for bit, when the only flush was the one at the
+        # end of the stream; a flush mid-stream (the publisher starved of CPU for 0.5 s) adds a block
+        # boundary: then round-off, parameters to 1e-9 and the covariance (a difference of sums) to 1e-6
         if flushes == 1:
             np.testing.assert_array_equal(np.array(getattr(live, name)), np.array(off[name]), err_msg=name)
         else:

@@ -94,9 +94,9 @@ PARAMS: list[ParamSpec] = [
               'proportional to x, so m and k are reported as not separable (NaN).', low=0.0, high=1.0),
     ParamSpec('max_condition', 1e6, 'Column-normalised condition number above which a bin is singular.',
               low=1.0),
-    ParamSpec('publish_rate', 5.0, 'Profile update and publishing rate (timer on the node clock). The samples '
-              'are fitted in blocks of 1 / publish_rate of data time (fixed boundaries of the data clock), so '
-              'the profile at a data stamp does not depend on when the timer fired.', low=0.1,
+    ParamSpec('publish_rate', 5.0, 'Profile update and publishing rate (timer on the node clock). The '
+              'samples are fitted in blocks of 1 / publish_rate of data time (fixed boundaries of the data '
+              'clock), so the profile at a data stamp does not depend on when the timer fired.', low=0.1,
               high=100.0, unit='Hz'),
     ParamSpec('save_path', '', 'File ~/save writes the current profile to (YAML, '
               'contact_estimation.impedance.store.load_profile reads it back for playback); empty = '

@@ -360,4 +360,5 @@ def split_reason(split: dict, edges: np.ndarray, j: int, cells: int, threshold: 
             f"adaptive edges")
 
 
-__all__ = ['RecursiveSegmentedLS', 'HacScores', 'DIRECTIONS', 'SCALE', 'split_reason', 'eiv_term', 'blue_share']
+__all__ = ['RecursiveSegmentedLS', 'HacScores', 'DIRECTIONS', 'SCALE', 'split_reason', 'eiv_term',
+           'blue_share']
