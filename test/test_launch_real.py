@@ -113,9 +113,19 @@ def test_launch_file_live_equals_run_bag(launch_file, namespace, workdir):
           f'{n} at run-bag data stamps, {len(diffs)} differences, {len(lost)} on other data (samples lost)')
     assert not diffs, '\n'.join(diffs[:10])
     assert n >= 1
-    if not chunked and launch_file == 'pkm_identification.launch.py':
-        # fixed update_block blocks: every live message has run-bag's twin at its data stamp (and equals it)
-        assert n == sum(len(v) for v in live.values()), (n, {t: len(v) for t, v in live.items()})
+    if launch_file == 'pkm_identification.launch.py':
+        # fixed update_block blocks: every live estimate has run-bag's twin at its data stamp (equal to it, above)
+        # until the live node loses a sample (best-effort input on a loaded machine); from there its block
+        # boundaries are shifted and it has used fewer samples than run-bag at the next run-bag stamp
+        par, off_par = live['/pkm_identifier/parameters'], offline_out['/pkm_identifier/parameters']
+        key = [(m['header']['stamp']['sec'], m['header']['stamp']['nanosec']) for m in par]
+        twin = [k in off_par and off_par[k]['samples_used'] == m['samples_used'] for k, m in zip(key, par)]
+        first_lost = twin.index(False) if False in twin else len(par)
+        print(f'pkm: {first_lost} of {len(par)} live estimates equal to run-bag before the first lost sample')
+        assert first_lost >= 1
+        for k, m in zip(key[first_lost:], par[first_lost:]):
+            later = [s for s in sorted(off_par) if s >= k]
+            assert later and m['samples_used'] < off_par[later[0]]['samples_used'], (k, m['samples_used'])
     if namespace and 'applied under namespace' not in run.log:
         pytest.fail('the params file section was not applied under the namespace:\n' + run.log[-3000:])
 
