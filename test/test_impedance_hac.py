@@ -25,10 +25,10 @@ def test_streaming_sums_equal_the_batch_newey_west_meat_for_any_split():
     z = np.zeros((n, cl.NZ))
     z[:, :3] = rng.normal(size=(n, 3))
     z[:, 3] = 1.0
-    z[:, cl._R] = np.tanh(np.cumsum(rng.normal(size=n)) / 10)
+    z[:, cl.COLUMN_R] = np.tanh(np.cumsum(rng.normal(size=n)) / 10)
     e = np.convolve(rng.normal(size=n + 50), np.ones(50) / 50, 'valid')[:n]     # correlated residuals
     theta, gamma = np.array([0.5, 2.0, -1.0, 0.3]), 0.7
-    z[:, cl._F] = z[:, :4] @ theta + gamma * z[:, cl._R] + e
+    z[:, cl.COLUMN_F] = z[:, :4] @ theta + gamma * z[:, cl.COLUMN_R] + e
     blk = np.zeros(n, np.int64)
     g = z[:, :4] * e[:, None]
     reference = _newey_west_meat(g, L)

@@ -30,6 +30,8 @@ from scipy.stats import chi2
 CELLS = 4
 NZ = 8                    # a, v, x, 1, r, u^2, u^3, F
 _R, _Q, _Q3, _F = 4, 5, 6, 7
+#: columns of z: the friction transient r and the force F (public for the recursive HAC sums)
+COLUMN_R, COLUMN_F = _R, _F
 #: a significant split whose stiffness changes by more than this share flags the bin (a step, detent, stop);
 #: a smaller significant change is kept with the variation term (d/2)(d/2)^T in the covariance
 MATERIAL_CHANGE = 0.25

@@ -65,7 +65,7 @@ def eiv_term(A: np.ndarray, weight: float, theta: np.ndarray, noise: np.ndarray)
 
 
 #: columns of z (a v x 1 r F) in the G layout of :mod:`.cells` (u^2, u^3 left out)
-_HZ = [0, 1, 2, 3, cl._R, cl._F]
+_HZ = [0, 1, 2, 3, cl.COLUMN_R, cl.COLUMN_F]
 _NU = 4 * len(_HZ)
 
 
