@@ -7,7 +7,8 @@ out-of-order stamps, ONE stamp years in the future and ONE 1.5 s in the past per
 infinite, behind the rover or name an unknown wheel - and a burst of 10x the input's queue depth published at once.
 
 Asserted per node: the process is alive; every float it published is finite (the documented exception:
-ImpactIndicator.time_to_contact is +inf while no hypothesis with a distance is in use); no output carries the
+ImpactIndicator.time_to_contact is +inf while no hypothesis with a distance is in use) and every effective mass
+matrix (ImpactIndicator.m_eff, the rover's matrix output) symmetric positive definite; no output carries the
 stamp of a bad sample; each input's ledger counts exactly what was injected: the callbacks' ``received`` +
 ``dropped.queue`` (publication sequence gaps) = published, the drained ledger ('<node>: inputs') has the same
 ``received``, ``accepted`` = the good messages, ``dropped.<cause>`` = the injected messages of that class (the
@@ -271,6 +272,11 @@ def test_bad_input_is_counted_and_loses_no_good_data(name, tmp_path, monkeypatch
         bad = [p for p, x in _floats(_as_dict(msg)) if not math.isfinite(x)
                and not (p == '.time_to_contact' and x == math.inf and i < len(outputs) - 1)]
         assert not bad, (case.node, i, bad[:5])
+        if isinstance(msg, ImpactIndicator):            # the effective mass matrix: symmetric positive definite
+            n = int(round(math.sqrt(len(msg.m_eff))))
+            m_eff = np.array(msg.m_eff).reshape(n, n)
+            assert n >= 1 and np.allclose(m_eff, m_eff.T, rtol=1e-9, atol=0.0), m_eff
+            np.linalg.cholesky(m_eff)
     result, _, _ = run_bag(str(_good_bag(events, tmp_path / 'good')), str(params), progress=False)
     offline = result.outputs[case.output][-1][1]
     assert stamps[-1] == max(good_stamps)
