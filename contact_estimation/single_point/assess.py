@@ -62,6 +62,25 @@ ADAPTIVE_RESOLUTION = 0.003
 EXACT = 1e-9
 
 
+def honest_variance(terms: dict) -> np.ndarray:
+    """Per-parameter published variance from the window's terms (module docstring, doc/trust/single_point.md):
+
+        var = max(own, HAC, V_iv + g_iv^2, V_pf + g_pf^2, V_aug + shift^2 of each significant omitted term)
+
+    ``terms``: 'own' (the estimator's own variance), 'hac' (Newey-West variance of the least squares of the
+    window with the estimate's residuals), 'iv' and 'pf' ((variance, gap) of the instrumental-variables and
+    parallel-filtered reference fits, gap = theta - ref), 'mass' / 'directional' ((variance, shift) of a
+    significant omitted term's augmented fit). theta - truth = (theta - ref) + (ref - truth): a reference's
+    variance plus the squared gap (a flat prior on the bias). Conservative where the estimate is at least as
+    precise as the reference (the gap's own noise is counted twice); see doc/trust/single_point.md."""
+    var = np.maximum(terms['own'], terms['hac'])
+    for key in ('iv', 'pf', 'mass', 'directional'):
+        if key in terms:
+            v, g = terms[key][:2]
+            var = np.maximum(var, v + np.asarray(g) ** 2)
+    return var
+
+
 def run_assessed(estimator, samples: ContactSamples, chunks: int = CHUNKS) -> ContactEstimate:
     """One estimate of a whole window with the trust verdict (recursive ones reset and fed in blocks)."""
     if hasattr(estimator, 'fit'):
@@ -168,7 +187,7 @@ def adequacy_checks(est: ContactEstimate, samples: ContactSamples, alpha: float 
     var = np.diagonal(cov).copy()
     checks = []
     hac = trust.hac_covariance(Xs, r, lags='auto') / np.outer(scale, scale)
-    var = np.maximum(var, np.diagonal(hac))
+    terms = {'own': var.copy(), 'hac': np.diagonal(hac).copy()}
     # method bias: an estimate away from a consistent reference fit of the same samples by d (instrumental
     # variables, immune to the noise of x and of its differentiated rate; e.g. errors-in-variables
     # attenuation of least squares, spectral leakage of a frequency-domain method) carries a bias its own
@@ -178,7 +197,7 @@ def adequacy_checks(est: ContactEstimate, samples: ContactSamples, alpha: float 
     if ref is None:
         ref, ref_cov = np.linalg.lstsq(Xs, F, rcond=None)[0] / scale, hac
     gap = np.where(used, est.values - ref, 0.0)
-    var = np.maximum(var, np.diagonal(ref_cov) + gap ** 2)
+    terms['iv'] = (np.diagonal(ref_cov).copy(), gap)
     # the signal chain: the gap to the parallel-filtered fit of the same window (no differentiator bias), whose
     # own covariance holds its HAC sandwich, the EIV bias of the x noise through the kernels and the
     # conditioning term of two defensible bandwidths (contact_dynamics_common.trust.covariance)
@@ -186,7 +205,7 @@ def adequacy_checks(est: ContactEstimate, samples: ContactSamples, alpha: float 
     pf = _per_window(_parallel_reference, samples, (est.model, keep), model, keep)
     if pf is not None:
         gap_pf = np.where(used, est.values - pf['theta'], 0.0)
-        var = np.maximum(var, np.diagonal(pf['covariance']) + gap_pf ** 2)
+        terms['pf'] = (np.diagonal(pf['covariance']).copy(), gap_pf, pf)
         if pf.get('bands') is not None:
             checks.append(pf['bands'])
         # the derivative bandwidth chosen from the window's excitation spectrum, stated with the estimate
@@ -205,7 +224,7 @@ def adequacy_checks(est: ContactEstimate, samples: ContactSamples, alpha: float 
         if not om.ok:
             beta = np.asarray(om.details['augmented'])      # the model's parameters fitted with the mass term
             aug = np.asarray(om.details['covariance_augmented'])
-            var = np.maximum(var, np.diagonal(aug) + (est.values - beta) ** 2)
+            terms['mass'] = (np.diagonal(aug).copy(), est.values - beta)
     # a force that flips with the direction of motion (Coulomb friction, hysteresis: two branches) is a
     # regressor the model leaves out; material when including it moves an identifiable parameter by more than
     # MATERIAL_DIRECTIONAL of its value and 3 sigma of the augmented fit
@@ -214,12 +233,13 @@ def adequacy_checks(est: ContactEstimate, samples: ContactSamples, alpha: float 
         # significant: whatever the verdict, the sigma covers the move of the parameters when it is included
         beta = np.asarray(dv.details['augmented'])
         aug = np.asarray(dv.details['covariance_augmented'])
-        var = np.maximum(var, np.diagonal(aug) + (est.values - beta) ** 2)
+        terms['directional'] = (np.diagonal(aug).copy(), est.values - beta)
         shift = np.abs(np.asarray(dv.details['shift']))
         bound = np.maximum(3.0 * np.sqrt(np.maximum(np.diagonal(aug), 0.0)), MATERIAL_DIRECTIONAL * np.abs(est.values))
         if dv.details.get('share', 0.0) <= MIN_DIRECTIONAL_SHARE or not np.any(np.asarray(used) & (shift > bound)):
             dv = replace(dv, ok=True, reason='ok', details=dict(dv.details, note='significant, immaterial'))
     checks.append(dv)
+    var = honest_variance(terms)
     if model.uses_acceleration:
         share = _per_window(_interpolated_share, samples, 'interpolated')
         if share > MAX_INTERPOLATED:
@@ -441,18 +461,22 @@ class TrustMonitor:
         checks = [] if self._verdict is None or self._verdict.ok else [self._verdict]
         checks += [c for c in self._adequacy if c.kind != 'nis']
         cov = None
+        f = None
         if self._factor is not None and len(self._factor) == len(est.names):
             # the honest sigma of the last adequacy check, carried to this estimate as its ratio to the own
             # sigma but never beyond the honest sigma itself (an own sigma of an exact fit can move by decades)
             own = np.sqrt(np.maximum(np.diagonal(est.covariance), 1e-300))
             f = np.maximum(1.0, np.minimum(self._factor, self._honest_sigma / own))
-            cov = make_spd(est.covariance * np.outer(f, f))     # a diagonal congruence
         if 'nis' in est.extras:
             nis = _nis(est)
             if nis.reason != 'ok':
                 checks.append(nis)
-                base = est.covariance if cov is None else cov
-                cov = make_spd(base * max(nis.details['inflation'], 1.0))
+                # the own covariance with the force noise the innovations show: one more estimate of the same
+                # noise variance as the honest one, so the larger of the two counts (not their product)
+                g = np.sqrt(max(nis.details['inflation'], 1.0))
+                f = np.full(len(est.names), g) if f is None else np.maximum(f, g)
+        if f is not None:
+            cov = make_spd(est.covariance * np.outer(f, f))     # a diagonal congruence
         if self._chain is not None:
             checks.append(self._chain)          # states the bandwidth in extras['trust']['signal_chain']
         spread = self._tracking_spread(est, est.covariance if cov is None else cov)
