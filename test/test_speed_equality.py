@@ -8,7 +8,10 @@
   against the per-candidate path on 1 000 random candidates of the OSR-like and PR-3D models: same rankings,
   T_c and shares equal to 1e-12.
 - single indicator: ``indicator.evaluate`` equals its composition from ``impact`` / ``ground_activity`` with the
-  model's ground rows.
+  model's ground rows; its reduced-coordinate path equals ``evaluate_reference`` (the full-coordinate
+  composition) on random postures, velocities, angles and 1-3 contact wheels of the three models (same
+  activity sets, ranks and deficiency flags; energies to 1e-12 of T, effective masses to 1e-11); the one-pass wheel rows, the mirrored CRBA matrix and the heading are the
+  reference's bit for bit.
 No timing here (bench/bench_multipoint.py, bench/bench_rover.py).
 """
 from __future__ import annotations
@@ -190,6 +193,90 @@ def test_indicator_equals_its_composition(roles):
         np.testing.assert_array_equal(got.ground_active, active)
         np.testing.assert_allclose([got.rigid.t_c, got.free.t_c], [rigid.t_c, free.t_c], rtol=1e-12, atol=0)
         np.testing.assert_allclose(got.rigid.t_c_per_contact, rigid.t_c_per_contact, rtol=1e-12, atol=1e-15)
+
+
+
+def _draws(model, n, rng):
+    """n random (q, q̇, β, contact wheels, rolling): postures within the joint limits, base anywhere within
+    ±1 m and any yaw, the rolling velocity (±noise on every other draw), 1-2 front wheels or 1-3 of any."""
+    joints = list(model.roles.posture_joints)
+    lo = np.array([model.model.lowerPositionLimit[model.model.joints[model.jid[j]].idx_q] for j in joints])
+    hi = np.array([model.model.upperPositionLimit[model.model.joints[model.jid[j]].idx_q] for j in joints])
+    for k in range(n):
+        q = model.configuration(dict(zip(joints, rng.uniform(lo, hi))), rng.normal(0, 1, 3),
+                                [0, 0, np.sin(rng.uniform(-1, 1)), 1])
+        qd = model.rolling_velocity(q, rng.uniform(0.02, 0.2)) + rng.normal(0, 0.05, model.nv) * (k % 2)
+        pool = model.wheel_names[:2] if k % 3 else model.wheel_names
+        wheels = list(rng.choice(pool, size=rng.integers(1, 3 if k % 3 else 4), replace=False))
+        yield q, qd, rng.uniform(0.2, 1.57), wheels, bool(k % 4)
+
+
+# |reduced − reference|: energies to 1e-12 T; M_eff and 1/m_apparent to _MASS_TOL of their largest entry
+# (measured over 3 × 300 draws of each model: T_c ≤ 7e-13 T, M_eff ≤ 5e-12, the rigid mode's with several
+# active wheels; the free mode ≤ 1e-12); shares against ½‖M_eff‖ v_c² (they may exceed T).
+_MODELS = ['rover_pr3d_roles.yaml', 'rover_osr_like_roles.yaml', 'rover_rcp_like_roles.yaml']
+_MASS_TOL = 1e-11
+
+
+@pytest.mark.parametrize('roles', _MODELS)
+def test_indicator_reduced_path_equals_the_reference(roles):
+    from rover_contact.impact.indicator import _evaluate_reduced, evaluate, evaluate_reference
+    from rover_contact.inputs import load_model
+    model = load_model({'model_yaml': roles, 'urdf_path': ''})
+    rng = np.random.default_rng(19)
+    taken = rigid_sets = deficient = 0
+    for q, qd, beta, wheels, rolling in _draws(model, 150, rng):
+        ref = evaluate_reference(model, q, qd, beta, wheels, 'both', rolling)
+        red = _evaluate_reduced(model, q, qd, beta, wheels, 'both', rolling, 1e-10, None)
+        got = evaluate(model, q, qd, beta, wheels, 'both', rolling)
+        if red is None:                                  # declined: evaluate is the reference itself
+            assert got.rigid.t_c == ref.rigid.t_c and np.array_equal(got.rigid.m_eff, ref.rigid.m_eff)
+            continue
+        taken += 1
+        rigid_sets += bool(red.ground_active.any())
+        np.testing.assert_array_equal(red.ground_active, ref.ground_active)
+        np.testing.assert_array_equal(got.ground_active, red.ground_active)
+        assert got.rigid.t_c == red.rigid.t_c
+        assert abs(red.residual_energy - ref.residual_energy) <= 1e-12 * ref.free.t_total
+        for mode in ('free', 'rigid'):
+            a, b = getattr(red, mode), getattr(ref, mode)
+            assert (a.rank_jc, a.rank_deficient_contacts) == (b.rank_jc, b.rank_deficient_contacts), mode
+            deficient += a.rank_deficient_contacts
+            T = b.t_total
+            for f in ('t_total', 't_c', 't_a'):
+                assert abs(getattr(a, f) - getattr(b, f)) <= 1e-12 * T, (mode, f)
+            np.testing.assert_allclose(a.v_c, b.v_c, rtol=0, atol=1e-12 * np.abs(b.v_c).max())
+            np.testing.assert_allclose(a.m_eff, b.m_eff, rtol=0, atol=_MASS_TOL * np.abs(b.m_eff).max())
+            np.testing.assert_allclose(1 / a.m_apparent, 1 / b.m_apparent, rtol=0,
+                                       atol=_MASS_TOL * np.abs(1 / b.m_apparent).max())
+            # shares ½ v_c,i (M_eff v_c)_i: M_eff's deviation times v_c², against T (they may exceed it)
+            scale = max(T, 0.5 * np.abs(b.m_eff).max() * np.abs(b.v_c).max() ** 2)
+            np.testing.assert_allclose(a.t_c_per_contact, b.t_c_per_contact, rtol=0, atol=_MASS_TOL * scale)
+    assert taken >= 0.8 * 150 and rigid_sets >= 0.5 * taken        # the fast path is what is compared
+    if roles != 'rover_pr3d_roles.yaml':
+        assert deficient > 0                                      # pseudo-inverse branch exercised too
+
+
+@pytest.mark.parametrize('roles', _MODELS)
+@pytest.mark.parametrize('wheel_contact', ['domed', 'disk'])
+def test_one_pass_rows_mass_matrix_and_heading_are_the_references(roles, wheel_contact):
+    import pinocchio as pin
+
+    from rover_contact.impact.geometry import n_in_ros
+    from rover_contact.inputs import load_model
+    model = load_model({'model_yaml': roles, 'urdf_path': ''})
+    model.wheel_contact = wheel_contact
+    rng = np.random.default_rng(4)
+    for q, _, beta, wheels, _ in _draws(model, 30, rng):
+        q[0:3] += rng.normal(0, 300, 3)                          # far from the origin as well
+        n_in = n_in_ros(beta, model.heading(q))
+        lam, Gp = model.impact_rows(q, wheels, n_in)
+        np.testing.assert_array_equal(lam, model.contact_rows(q, wheels, n_in))
+        np.testing.assert_array_equal(Gp[:, [2, 2, 0, 1]].reshape(-1, model.nv), model.ground_rows(q, model.wheel_names))
+        M = pin.crba(model.model, model.data, q)
+        np.testing.assert_array_equal(model.mass_matrix(q), np.triu(M) + np.triu(M, 1).T)
+        R = pin.Quaternion(q[6], q[3], q[4], q[5]).toRotationMatrix() @ model.root_T_base.rotation
+        assert model.heading(q) == float(np.arctan2(R[1, 0], R[0, 0]))
 
 
 if __name__ == '__main__' and '--record' in sys.argv:       # run with the code to record on sys.path

@@ -239,6 +239,17 @@ def _skew(r: np.ndarray) -> np.ndarray:
     return np.array([[0.0, -r[2], r[1]], [r[2], 0.0, -r[0]], [-r[1], r[0], 0.0]])
 
 
+_DOWN = np.array([0.0, 0.0, -1.0])
+
+
+def _skew_batch(r: np.ndarray) -> np.ndarray:
+    """[r]ₓ for K vectors (K×3 → K×3×3)."""
+    S = np.zeros((r.shape[0], 3, 3))
+    S[:, 0, 1], S[:, 0, 2], S[:, 1, 2] = -r[:, 2], r[:, 1], -r[:, 0]
+    S[:, 1, 0], S[:, 2, 0], S[:, 2, 1] = r[:, 2], -r[:, 1], r[:, 0]
+    return S
+
+
 def wheel_point(centre, axle, direction, radius, wheel_contact: str = 'domed'):
     """Contact point of a wheel (centre G, unit axle a, radius R) with a surface whose inward unit normal is
     ``direction`` (from the wheel into the surface): domed G + R d; disk G + R unit(d − (d·a)a)."""
@@ -298,6 +309,9 @@ class RoverModel:
         self.mass = float(sum(I.mass for I in self.model.inertias))
         self.root_T_base = self._base_placement()
         self._mech = self._mech_rows()
+        self._upper = np.triu(np.ones((self.nv, self.nv), bool))
+        self._base_aligned = bool(np.array_equal(self.root_T_base.rotation, np.eye(3)))
+        self._mech_split = {}
 
     def _base_placement(self) -> pin.SE3:
         """Placement of the role map's base_link in the root (free-flyer) frame: identity when it is the root,
@@ -374,9 +388,9 @@ class RoverModel:
 
     # ---------------------------------------------------------------- dynamics
     def mass_matrix(self, q: np.ndarray) -> np.ndarray:
-        """M(q) by CRBA [kg, kg·m, kg·m²]."""
+        """M(q) by CRBA [kg, kg·m, kg·m²] (pinocchio fills the upper triangle; it is mirrored, bit for bit)."""
         M = pin.crba(self.model, self.data, q)
-        return np.triu(M) + np.triu(M, 1).T
+        return np.where(self._upper, M, M.T)
 
     def _kin(self, q):
         pin.computeJointJacobians(self.model, self.data, q)
@@ -443,6 +457,50 @@ class RoverModel:
             return self._mech.copy()
         return self._mech[len(self.roles.locked_joints):].copy()
 
+    def mech_split(self, rank_tol: float = 1e-10) -> tuple[np.ndarray, np.ndarray]:
+        """(N, P): orthonormal bases of null(Γ_mech) (nv×d, the columns ``energy.null_space_basis`` gives) and
+        of Γ_mech's row space (nv×r), from one SVD of the constant Γ_mech (kept per rank tolerance)."""
+        out = self._mech_split.get(rank_tol)
+        if out is None:
+            G = self._mech
+            if G.shape[0] == 0:
+                out = (np.eye(self.nv), np.zeros((self.nv, 0)))
+            else:
+                _, s, vt = np.linalg.svd(G, full_matrices=True)
+                r = int(np.sum(s > rank_tol * s[0])) if s.size and s[0] > 0 else 0
+                out = (np.ascontiguousarray(vt[r:].T), np.ascontiguousarray(vt[:r].T))
+            self._mech_split[rank_tol] = out
+        return out
+
+    def impact_rows(self, q: np.ndarray, wheels: list[str], n_in: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """One kinematics pass for the impact indicator: Λ (len(wheels)×nv, the rows of ``contact_rows``) and the
+        linear Jacobians J_v,P (W×3×nv, rows x, y, z) of every wheel's ground contact point P (``ground_rows``
+        takes its rows [z, z, x, y] from them). Each is J_v,o − [p − o]ₓ J_ω from the wheel joint's
+        world-aligned Jacobian at its origin o, as ``point_jacobian`` forms it (the same numbers), the wheels
+        stacked."""
+        self._kin(q)
+        n_in = np.asarray(n_in, float)
+        model, data, lwa = self.model, self.data, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+        J = np.array([pin.getJointJacobian(model, data, jid, lwa) for jid in self.wheel_jid])
+        oMi = data.oMi
+        centre = np.array([oMi[jid].translation for jid in self.wheel_jid])
+        rad = self.wheel_radius
+        widx = [self.wheel_names.index(w) for w in wheels]
+        if self.wheel_contact == 'domed':                                    # (G + R d) − G as wheel_point gives it
+            r_ground = (centre + rad[:, None] * _DOWN) - centre
+            cw = centre[widx]
+            r_c = (cw + rad[widx, None] * n_in) - cw
+        else:
+            axle = np.array([oMi[jid].rotation @ self._axes[jid] for jid in self.wheel_jid])
+            r_ground = np.array([wheel_point(centre[k], axle[k], _DOWN, rad[k], 'disk')
+                                 for k in range(len(centre))]) - centre
+            r_c = np.array([wheel_point(centre[k], axle[k], n_in, rad[k], 'disk') for k in widx]).reshape(-1, 3) \
+                - centre[widx]
+        W = len(centre)
+        J = J[list(range(W)) + widx]
+        Jv = J[:, :3] - _skew_batch(np.concatenate([r_ground, r_c])) @ J[:, 3:]  # J_v,P (W), then J_v,C (s)
+        return n_in @ Jv[W:], Jv[:W]
+
     def wheel_geometry(self, q: np.ndarray, kin: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """Wheel centres (W×3) and unit axles (W×3) in the world."""
         if kin:
@@ -474,7 +532,11 @@ class RoverModel:
         return out
 
     def heading(self, q: np.ndarray) -> float:
-        """Yaw ψ of base_link in the world [rad]."""
+        """Yaw ψ of base_link in the world [rad]: atan2(R₁₀, R₀₀) of R = R(q_root) R_root,base."""
+        if self._base_aligned:                          # R₀₀, R₁₀ of the root quaternion, as Eigen forms them
+            x, y, z, w = (float(v) for v in q[3:7])
+            ty, tz = 2.0 * y, 2.0 * z
+            return float(np.arctan2(ty * x + tz * w, 1.0 - (ty * y + tz * z)))
         R = pin.Quaternion(q[6], q[3], q[4], q[5]).toRotationMatrix() @ self.root_T_base.rotation
         return float(np.arctan2(R[1, 0], R[0, 0]))
 
