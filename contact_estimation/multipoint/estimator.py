@@ -16,25 +16,33 @@ explained by the others), bound activity, the residual and an honest covariance 
 - own: the white-residual σ² (ΦᵀΦ)⁻¹, σ² = RSS/(rows − 3);
 - sandwich: the residual HAC (Newey-West) covariance, lags from the residuals' own correlation (the pipeline
   passes it as ``residual_cov``); per parameter never below the own σ;
-- conditioning (bandwidth): ΔΔᵀ, Δ = estimate with the twist over ±(M+1) pose samples − estimate (zero with
-  a measured Odometry twist);
+- conditioning (bandwidth): ddᵀ, d = s(M) Δ, Δ = estimate with the twist over ±(M+1) pose samples − estimate,
+  s(M) = (3M² + 3M − 1) / (6 (M + 1)) (``bandwidth_scale``; 5/12 at M = 1): the ±M differentiator's own
+  attenuation per unit of that move, to leading order in ωh (zero with a measured Odometry twist);
 - bias (interpolation): ΔΔᵀ, Δ = estimate with linearly interpolated poses − estimate with the cubic Hermite
   ones (zero when the pose and wrench stamps coincide);
-- bias (slip): ΔΔᵀ, Δ = estimate without the friction column of the sliding contacts slower than 3 σ of their
+- bias (slip): ddᵀ, Δ = estimate without the friction column of the sliding contacts slower than 3 σ of their
   tangential-velocity noise (robust twist-noise level from the twist's 4th differences) − estimate: the
   friction direction such a contact contributes is not resolved by the measured / differentiated twist;
-- bias (pulling): ΔΔᵀ, Δ = estimate over the instants where the fitted law pushes at every contact
+- bias (pulling): ddᵀ, Δ = estimate over the instants where the fitted law pushes at every contact
   (k δ + b δ̇ ≥ 0) − estimate: a contact that cannot pull (clipped law) biases KV through those instants;
 - a floating-point floor (1e-9 |θ|)²;
-- eiv: ΔΔᵀ, Δ = estimate with one more draw of the inputs' own noise added to the regressors (twist,
+- eiv: ddᵀ, Δ = estimate with one more draw of the inputs' own noise added to the regressors (twist,
   position and orientation σ estimated robustly from the streams' 4th differences) − estimate: about the
   attenuation bias that regressor noise causes (SIMEX's first step; its variance is in the sandwich).
+For eiv, slip and pulling (``EXCESS_TERMS``) d counts Δ only by its excess over its own noise: E[Δ_j²] =
+bias_j² + V_jj, V from the scatter of Δ's exact per-instant contributions (``delta_noise``), d_j = Δ_j
+√max(0, 1 − V_jj/Δ_j²) (``excess``); the bandwidth and interpolation alternatives count in full (their
+instant contributions vary systematically from impact to impact, so their scatter is not their noise).
 The verdict (``valid`` + ``reason``) refuses an estimate when the regressor is rank deficient or
 ill-conditioned, a parameter is not excited or at its bound, k ≤ 0, or the model leaves more than
-``max_residual_fraction`` of the wrench unexplained; then the shared ``trust.verdict.judge`` runs the
-model-mismatch check (``mismatch_check``: omitted Σδ²n, Σδδ̇n, Σδ̇t significant → "model mismatch suspected")
-and requires every parameter to stand out of its honest σ by ``significance`` ("not identified: ... of the
-model-error scale"); the ``identifiable`` flags are excited AND |value| ≥ 2 σ (``trust.verdict.identified``).
+``max_residual_fraction`` of the wrench unexplained beyond what the regressors' own noise makes
+(``regressor_noise_rss``); then the shared ``trust.verdict.judge`` runs the model-mismatch check
+(``mismatch_check``: omitted Σδ²n, Σδδ̇n, Σδ̇t significant against their HAC covariance plus the bandwidth
+alternative's scaled move of their coefficients → "model mismatch suspected"; no larger than the regressor
+noise → "regressors too noisy") and requires every parameter to stand out of its honest σ by ``significance``
+("not identified: ... of the model-error scale"); the ``identifiable`` flags are excited AND |value| ≥ 2 σ
+(``trust.verdict.identified``).
 Local: every instant solved on its own (3×3 or 6×3 ``lstsq``); its rank is reported, and a one-contact
 instant is rank deficient (δn ∥ δ̇n), §3.4.
 """
@@ -46,6 +54,7 @@ import numpy as np
 from scipy.optimize import lsq_linear
 from scipy.special import ndtri
 
+from contact_dynamics_common.trust.checks import hac_covariance as _hac
 from contact_dynamics_common.trust.checks import omitted_regressor
 from contact_dynamics_common.trust.covariance import combine, sandwich, spd
 from contact_dynamics_common.trust.verdict import judge
@@ -223,13 +232,32 @@ def regressor_noise_rss(A: np.ndarray, A_noisier: np.ndarray, theta: np.ndarray)
     return float(np.sum(d[np.isfinite(d)] ** 2))
 
 
-def mismatch_check(A: np.ndarray, y: np.ndarray, Z: np.ndarray, noise_rss: float = 0.0):
+def sandwich_hac(X: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """HAC covariance of LS on X with residuals e (lags from their own correlation), as ``omitted_regressor``."""
+    return _hac(X, e, lags='auto')
+
+
+def _augmented_gamma(A: np.ndarray, y: np.ndarray, Z: np.ndarray) -> np.ndarray:
+    """γ of the augmented least squares y = A β + Z γ (column-scaled)."""
+    X = np.hstack([A, Z])
+    sc = np.sqrt(np.maximum((X * X).mean(axis=0), 1e-300))
+    b, *_ = np.linalg.lstsq(X / sc, y, rcond=None)
+    return (b / sc)[A.shape[1]:]
+
+
+def mismatch_check(A: np.ndarray, y: np.ndarray, Z: np.ndarray, noise_rss: float = 0.0, chain=()):
     """``trust.checks.omitted_regressor`` of the ``mismatch_columns`` rows Z against the model rows A (HAC
     Wald test, p < 1e-3 and more than MISMATCH_MIN_SHARE of the wrench): a failed Check names the terms
-    ("model mismatch suspected: omitted ... significant"). With ``noise_rss`` (``regressor_noise_rss``): when
-    the omitted terms carry no more of the wrench than the regressors' own noise makes (share ≤
-    √(noise_rss / Σy²)), the terms cannot be told from that noise (products of noisy δ, δ̇ fit part of it):
-    the refusal says "regressors too noisy" instead."""
+    ("model mismatch suspected: omitted ... significant").
+
+    The chain's own regressor error moves the omitted terms' coefficients γ too (a differentiated δ̇ attenuated
+    in the fast motion looks like δ-dependent damping). ``chain``: alternatives (A', y', Z', scale) — e.g. the
+    ±(M+1) twist's rows with ``bandwidth_scale`` — each adding (scale Δγ)(scale Δγ)ᵀ to the HAC covariance of γ
+    (as the bandwidth term does for θ); a failure that this covariance explains (Wald p ≥ 1e-3) is not evidence
+    against the model: the check passes. With ``noise_rss`` (``regressor_noise_rss``): when the omitted terms
+    carry no more of the wrench than the regressors' own noise makes (share ≤ √(noise_rss / Σy²)), the refusal
+    says "regressors too noisy" instead of "model mismatch suspected"."""
+    from scipy import stats as _stats
     A = np.asarray(A, float).reshape(-1, 3)
     y = np.asarray(y, float).reshape(-1)
     Z = np.asarray(Z, float).reshape(-1, 3)
@@ -237,11 +265,35 @@ def mismatch_check(A: np.ndarray, y: np.ndarray, Z: np.ndarray, noise_rss: float
     if not live.any() or len(y) < 24:
         return None
     names = tuple(n for n, on in zip(MISMATCH_NAMES, live) if on)
-    check = omitted_regressor(A, y, Z[:, live], names, alpha=1e-3, min_share=MISMATCH_MIN_SHARE)
+    alpha = 1e-3
+    check = omitted_regressor(A, y, Z[:, live], names, alpha=alpha, min_share=MISMATCH_MIN_SHARE)
+    if check.ok:
+        return check
+    gamma = np.array([check.details['gamma'][n] for n in names])
+    X = np.hstack([A, Z[:, live]])
+    sc = np.sqrt(np.maximum((X * X).mean(axis=0), 1e-300))
+    Xs = X / sc
+    bs, *_ = np.linalg.lstsq(Xs, y, rcond=None)
+    Vg = (sandwich_hac(Xs, y - Xs @ bs) / np.outer(sc, sc))[3:, 3:]
+    extra = np.zeros_like(Vg)
+    for Aa, ya, Za, scale in chain:
+        Aa = np.asarray(Aa, float).reshape(-1, 3)
+        ya = np.asarray(ya, float).reshape(-1)
+        Za = np.asarray(Za, float).reshape(-1, 3)[:, live]
+        if Aa.shape != A.shape or Za.shape[0] != len(ya) or not (np.all(np.isfinite(Aa)) and np.all(np.isfinite(Za))):
+            continue
+        d = float(scale) * (_augmented_gamma(Aa, ya, Za) - gamma)
+        extra += np.outer(d, d)
+    if np.any(extra):
+        W = float(gamma @ np.linalg.pinv(Vg + extra) @ gamma)
+        p = float(_stats.chi2.sf(W, len(gamma)))
+        if p >= alpha:
+            return replace(check, ok=True, reason='ok', p_value=p,
+                           details={**check.details, 'chain_explains': True, 'p_without_chain': check.p_value})
     yy = float(np.sum(y[np.isfinite(y)] ** 2))
     noise_share = float(np.sqrt(max(noise_rss, 0.0) / yy)) if yy > 0 else 0.0
     share = float(check.details.get('share', 0.0))
-    if not check.ok and noise_rss > 0 and share <= noise_share:
+    if noise_rss > 0 and share <= noise_share:
         reason = (f'regressors too noisy: omitted {"/".join(names)} carry {share:.1%} of the wrench, no more than '
                   f'the regressors\' own noise makes ({noise_share:.1%}); p={check.p_value:.2g}')
         return replace(check, reason=reason)

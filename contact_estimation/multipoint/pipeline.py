@@ -46,9 +46,13 @@ from .estimator import (MultiPointEstimate, Thresholds, alternative_terms, eiv_a
                         slip_alternative)
 
 _POSE_COLS = ('_p_t', '_p_x', '_p_q', '_p_v', '_p_w', '_p_v2', '_p_w2', '_p_known', '_p_start', '_p_noise_done')
-_ROW_COLS = ('_rows_t', '_rows_id', '_rows_A', '_rows_y', '_rows_A_bw', '_rows_A_in', '_rows_y_in', '_rows_Z',
+_ROW_COLS = ('_rows_t', '_rows_id', '_rows_A', '_rows_y', '_rows_A_bw', '_rows_A_in', '_rows_y_in', '_rows_Z', '_rows_Z_bw',
              '_rows_Uv', '_rows_Uw', '_rows_Ux', '_rows_Up')
 _CONTACT_COLS = ('_c_id', '_c_speed', '_c_lever', '_c_fcol', '_n_id', '_n_delta', '_n_ddot')
+#: an instant holding a sliding contact whose slip direction is not resolved is left out of the fit: its friction
+#: force is in the measured wrench but the model cannot place it (as sticking it became residual: 22 % of the
+#: wrench unexplained in a well-excited calibration draw); the count ``slip_direction_unresolved`` stays
+DROP_UNRESOLVED_SLIP = True
 #: a pose step longer than this many times the median of the five before it is a hole
 HOLE_PERIODS = 4.0
 
@@ -136,6 +140,7 @@ class MultiPointPipeline:
         self._rows_A_in = np.zeros((0, self.rows_per_instant, 3))     # rows with linearly interpolated poses
         self._rows_y_in = np.zeros((0, self.rows_per_instant))
         self._rows_Z = np.zeros((0, self.rows_per_instant, 3))      # the model-mismatch test's candidate terms
+        self._rows_Z_bw = np.zeros((0, self.rows_per_instant, 3))   # ... with the other twist bandwidth
         m = self.rows_per_instant                                    # the EIV term's unit-noise columns
         self._rows_Uv, self._rows_Uw = np.zeros((0, m)), np.zeros((0, m))
         self._rows_Ux, self._rows_Up = np.zeros((0, m, 2)), np.zeros((0, m, 2))
@@ -411,10 +416,13 @@ class MultiPointPipeline:
         # (agar §3.10), counted
         unsure = cs.sliding & (~cs2.sliding | (np.einsum('ci,ci->c', cs.t, cs2.t) < 0.866)
                                | (np.linalg.norm(cs.v_t, axis=1) < 2 * np.linalg.norm(cs.v_t - cs2.v_t, axis=1)))
+        unresolved = np.zeros(len(t), bool)
         if unsure.any():
             cs = replace(cs, t=np.where(unsure[:, None], 0.0, cs.t), sliding=cs.sliding & ~unsure)
             cs2 = replace(cs2, t=np.where(unsure[:, None], 0.0, cs2.t), sliding=cs2.sliding & ~unsure)
             self.counts['slip_direction_unresolved'] += int(unsure.sum())
+            if self.params.get('drop_unresolved_slip', DROP_UNRESOLVED_SLIP):
+                unresolved[cs.k[unsure]] = True
         n = len(t)
         form, ms = self.params['formulation'], self.params['moment_scale']
         A = regressor(cs, n, form, ms)
@@ -424,27 +432,31 @@ class MultiPointPipeline:
         dphi = 2.0 * quat_multiply(q_lin, q * np.array([-1.0, -1.0, -1.0, 1.0]))[:, :3]
         A_in = regressor(cs.displaced(x_lin - x, dphi), n, form, ms)
         y_in = measurement(F_lin, M_lin, form, ms)
-        contact = cs.count > 0
+        contact = (cs.count > 0) & ~unresolved
         self.counts['instants'] += n
-        self.counts['instants_in_contact'] += int(contact.sum())
+        self.counts['instants_in_contact'] += int((cs.count > 0).sum())
         ids = self._next_id + np.arange(n)
         self._next_id += n
         self._rows_t = np.r_[self._rows_t, t[contact]]
         self._rows_id = np.r_[self._rows_id, ids[contact]]
-        sl = cs.sliding
+        kept = contact[cs.k]                           # contacts of the instants that enter the fit
+        sl = cs.sliding & kept
         self._c_id = np.r_[self._c_id, ids[cs.k[sl]]]
         self._c_speed = np.r_[self._c_speed, np.linalg.norm(cs.v_t[sl], axis=1)]
         self._c_lever = np.r_[self._c_lever, np.linalg.norm(cs.lever[sl], axis=1)]
         self._c_fcol = np.concatenate([self._c_fcol, friction_columns(cs, form, ms)[sl]])
-        self._n_id = np.r_[self._n_id, ids[cs.k]]
-        self._n_delta = np.r_[self._n_delta, cs.delta]
-        self._n_ddot = np.r_[self._n_ddot, cs.delta_dot]
+        self._n_id = np.r_[self._n_id, ids[cs.k[kept]]]
+        self._n_delta = np.r_[self._n_delta, cs.delta[kept]]
+        self._n_ddot = np.r_[self._n_ddot, cs.delta_dot[kept]]
         self._rows_A = np.concatenate([self._rows_A, A[contact]])
         self._rows_y = np.concatenate([self._rows_y, y[contact]])
         self._rows_A_bw = np.concatenate([self._rows_A_bw, A_bw[contact]])
         self._rows_A_in = np.concatenate([self._rows_A_in, A_in[contact]])
         self._rows_y_in = np.concatenate([self._rows_y_in, y_in[contact]])
         self._rows_Z = np.concatenate([self._rows_Z, mismatch_columns(cs, n, form, ms)[contact]])
+        Z_bw = mismatch_columns(cs2, n, form, ms) if self._differentiated else None
+        self._rows_Z_bw = np.concatenate([self._rows_Z_bw, (Z_bw if Z_bw is not None else
+                                                            mismatch_columns(cs, n, form, ms))[contact]])
         Uv, Uw, Ux, Up = noise_columns(cs, ids, n, form, ms)
         self._rows_Uv = np.concatenate([self._rows_Uv, Uv[contact]])
         self._rows_Uw = np.concatenate([self._rows_Uw, Uw[contact]])
@@ -489,7 +501,8 @@ class MultiPointPipeline:
                       samples_used=len(self._rows_t))
         first = global_fit_gram(*self._stats, rss=rss, **common)
         hac, terms, noise = self._sigma_terms(first, A, y)
-        check = mismatch_check(A, y, self._rows_Z, noise) if first.rank == 3 else None
+        chain = [(self._rows_A_bw, self._rows_y, self._rows_Z_bw, bandwidth_scale(self.half_window))]
+        check = mismatch_check(A, y, self._rows_Z, noise, chain) if first.rank == 3 else None
         self.estimate = global_fit_gram(*self._stats, rss=rss, residual_cov=hac, cov_terms=terms, checks=(check,),
                                         noise_rss=noise, **common)
         for name, C in (('hac', hac), *terms.items()):
