@@ -5,7 +5,11 @@ replaced (``PostureEvaluator.reference_rigid``, same numbers), and the latency o
 mode ``both`` (goal p99 < 0.5 ms). Best of ``--best`` runs; the load average is printed beside every figure
 (the goals are for a quiet machine; this one may be shared).
 
-  .venv/bin/python bench/bench_rover.py [--candidates 10000] [--repeats 2000] [--best 3]
+  .venv/bin/python bench/bench_rover.py [--candidates 10000] [--repeats 2000] [--best 3] [--indicator-only]
+
+The single indicator is timed for ``evaluate`` (the reduced-coordinate path) and ``evaluate_reference`` (the
+full-coordinate composition it replaced) in the same run, in process CPU time per call, beside the figures
+before (issue 19 notes: p50 0.42-0.62 ms, p99 0.8-1.1 ms of process CPU at load 5).
 """
 from __future__ import annotations
 
@@ -21,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rover_contact.impact.energy import impact  # noqa: E402
 from rover_contact.impact.geometry import n_in_ros  # noqa: E402
-from rover_contact.impact.indicator import evaluate  # noqa: E402
+from rover_contact.impact.indicator import evaluate, evaluate_reference  # noqa: E402
 from rover_contact.inputs import load_model  # noqa: E402
 from rover_contact.posture.evaluate import Candidate, Obstacle, PostureEvaluator  # noqa: E402
 
@@ -30,6 +34,7 @@ WHEELS = ['front_left', 'front_right']
 # single indicator in mode 'both' p50 0.97 ms, p99 1.9 ms
 PREVIOUS_BOTH = 2400
 PREVIOUS_INDICATOR = (0.97, 1.9)
+PREVIOUS_INDICATOR_CPU = ('0.42-0.62', '0.8-1.1')         # p50, p99 ms of process CPU at load 5, before the reduced path
 
 
 def load() -> str:
@@ -56,12 +61,59 @@ def rate(ev, cands, obs, best: int) -> tuple[float, object, float]:
     return len(cands) / dt, res, len(cands) / max(cpu, 1e-9)
 
 
+def single_indicator(name: str, model, repeats: int) -> None:
+    """Latency of one T_c (CRBA + Λ + impact) and of one indicator in mode ``both`` at the neutral posture
+    rolling at 0.07 m/s into a 70° face with the two front wheels: wall time, and process CPU time for the
+    reduced path and the reference composition (same run, same values: test_speed_equality)."""
+    q = model.configuration()
+    v = model.rolling_velocity(q, 0.07)
+    n_in = n_in_ros(np.deg2rad(70))
+    lat_free = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        M = model.mass_matrix(q)
+        lam = model.contact_rows(q, WHEELS, n_in)
+        impact(M, model.mech_rows(), lam, v)
+        lat_free.append(time.perf_counter() - t0)
+    cpu, wall = {}, {}
+    for fn in (evaluate, evaluate_reference):
+        for _ in range(50):                                  # warm-up
+            fn(model, q, v, np.deg2rad(70), WHEELS, 'both')
+        c, w = [], []
+        for _ in range(repeats):
+            t0, c0 = time.perf_counter(), time.process_time()
+            fn(model, q, v, np.deg2rad(70), WHEELS, 'both')
+            c.append(time.process_time() - c0)
+            w.append(time.perf_counter() - t0)
+        cpu[fn.__name__], wall[fn.__name__] = c, w
+    a = evaluate(model, q, v, np.deg2rad(70), WHEELS, 'both')
+    b = evaluate_reference(model, q, v, np.deg2rad(70), WHEELS, 'both')
+    same = np.array_equal(a.ground_active, b.ground_active)
+    dev = max(abs(a.free.t_c - b.free.t_c), abs(a.rigid.t_c - b.rigid.t_c)) / b.free.t_total
+    f = lambda x, p: np.percentile(np.array(x) * 1e3, p)
+    lb = wall['evaluate']
+    print(f'{name:9s} single T_c (CRBA + Λ + T_c, M_eff, shares): min {min(lat_free) * 1e3:.3f} ms, p50 '
+          f'{f(lat_free, 50):.3f} ms, p90 {f(lat_free, 90):.3f} ms, p99 {f(lat_free, 99):.3f} ms')
+    print(f'{name:9s} single indicator, mode both (+ projection, LCP), wall: min {min(lb) * 1e3:.3f} ms, p50 '
+          f'{f(lb, 50):.3f} ms, p90 {f(lb, 90):.3f} ms, p99 {f(lb, 99):.3f} ms (issue table before: p50 '
+          f'{PREVIOUS_INDICATOR[0]} ms, p99 {PREVIOUS_INDICATOR[1]} ms quiet) [{load()}]')
+    for fn in ('evaluate', 'evaluate_reference'):
+        c = cpu[fn]
+        print(f'{name:9s} single indicator, mode both, process CPU time (the wall time less the waits for a core), '
+              f'{fn:18s}: min {min(c) * 1e3:.3f} ms, p50 {f(c, 50):.3f} ms, p90 {f(c, 90):.3f} ms, p99 '
+              f'{f(c, 99):.3f} ms')
+    print(f'{name:9s} reduced path / reference: p50 {f(cpu["evaluate"], 50) / f(cpu["evaluate_reference"], 50):.2f}x '
+          f'(before the reduced path: p50 {PREVIOUS_INDICATOR_CPU[0]} ms, p99 {PREVIOUS_INDICATOR_CPU[1]} ms CPU at '
+          f'load 5); same ground-active set: {same}, max |dT_c|/T {dev:.1e} [{load()}]')
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--candidates', type=int, default=10000)
     ap.add_argument('--repeats', type=int, default=2000)
     ap.add_argument('--best', type=int, default=3)
     ap.add_argument('--models', nargs='+', default=['pr3d', 'osr_like', 'rcp_like'])
+    ap.add_argument('--indicator-only', action='store_true', help='skip the posture-ranking rates')
     a = ap.parse_args(argv)
     rng = np.random.default_rng(0)
     print(f'shared machine: figures are noisy ({load()}); best of {a.best} runs')
@@ -69,6 +121,9 @@ def main(argv=None) -> int:
         model = load_model({'model_yaml': f'rover_{name}_roles.yaml', 'urdf_path': ''})
         obs = Obstacle(np.deg2rad(70), WHEELS)
         cands = candidates(model, a.candidates, rng)
+        if a.indicator_only:
+            single_indicator(name, model, a.repeats)
+            continue
         ev = PostureEvaluator(model, ground_mode='free')
         ev.evaluate({}, cands[:100], obs)                    # warm-up
         r, res, _ = rate(ev, cands, obs, a.best)
@@ -90,30 +145,7 @@ def main(argv=None) -> int:
               f'[{load()}]')
         print(f'{name:9s} both  , per process-CPU second: {nb} candidates {c_new:8.0f}/s, {len(cands)} candidates '
               f'{c_big:8.0f}/s, per-candidate path {c_ref:6.0f}/s')
-        q = model.configuration()
-        v = model.rolling_velocity(q, 0.07)
-        lat_free, lat_both = [], []
-        n_in = n_in_ros(np.deg2rad(70))
-        for _ in range(a.repeats):
-            t0 = time.perf_counter()
-            M = model.mass_matrix(q)
-            lam = model.contact_rows(q, WHEELS, n_in)
-            impact(M, model.mech_rows(), lam, v)
-            lat_free.append(time.perf_counter() - t0)
-        cpu_both = []                                        # process CPU time: without the waits for a core
-        for _ in range(a.repeats):
-            t0, c0 = time.perf_counter(), time.process_time()
-            evaluate(model, q, v, np.deg2rad(70), WHEELS, 'both')
-            cpu_both.append(time.process_time() - c0)
-            lat_both.append(time.perf_counter() - t0)
-        f = lambda x, p: np.percentile(np.array(x) * 1e3, p)
-        print(f'{name:9s} single T_c (CRBA + Λ + T_c, M_eff, shares): min {min(lat_free) * 1e3:.3f} ms, p50 '
-              f'{f(lat_free, 50):.3f} ms, p90 {f(lat_free, 90):.3f} ms, p99 {f(lat_free, 99):.3f} ms')
-        print(f'{name:9s} single indicator, mode both (+ projection, LCP): min {min(lat_both) * 1e3:.3f} ms, p50 '
-              f'{f(lat_both, 50):.3f} ms, p90 {f(lat_both, 90):.3f} ms, p99 {f(lat_both, 99):.3f} ms (issue table '
-              f'before: p50 {PREVIOUS_INDICATOR[0]} ms, p99 {PREVIOUS_INDICATOR[1]} ms quiet) [{load()}]')
-        print(f'{name:9s} single indicator, mode both, process CPU time (the wall time less the waits for a core on '
-              f'this shared machine): p50 {f(cpu_both, 50):.3f} ms, p99 {f(cpu_both, 99):.3f} ms')
+        single_indicator(name, model, a.repeats)
     return 0
 
 
