@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.linalg.lapack import dgesdd, dpotrf, dtrtri
+from scipy.linalg.lapack import dgesdd, dpotrf, dpotrs, dtrtri
 
 from .activity import ground_activity
 from .energy import DEFAULT_RANK_TOL, EnergyError, ImpactResult, cholesky_upper, impact, project_admissible
@@ -179,8 +179,8 @@ def _contact_part(Cc: np.ndarray, z: np.ndarray, s_ref: float, rank_tol: float):
 
 
 def _solve_spd(A: list, y: list) -> list:
-    """x with A x = y for a small SPD A (nested lists): closed form for 1×1 and 2×2, else Cholesky, in
-    Python floats."""
+    """x with A x = y for a small SPD A (nested lists): closed form for 1×1 and 2×2, else by Cholesky
+    (LAPACK)."""
     k = len(y)
     if k == 1:
         return [y[0] / A[0][0]]
@@ -188,20 +188,8 @@ def _solve_spd(A: list, y: list) -> list:
         (a, b), (c, d) = A
         det = a * d - b * c
         return [(d * y[0] - b * y[1]) / det, (a * y[1] - c * y[0]) / det]
-    L = [[0.0] * k for _ in range(k)]
-    for i in range(k):
-        Li = L[i]
-        for j in range(i + 1):
-            Lj = L[j]
-            v = A[i][j] - sum(Li[t] * Lj[t] for t in range(j))
-            Li[j] = math.sqrt(v) if i == j else v / Lj[j]
-    z = [0.0] * k
-    for i in range(k):
-        z[i] = (y[i] - sum(L[i][t] * z[t] for t in range(i))) / L[i][i]
-    x = [0.0] * k
-    for i in range(k - 1, -1, -1):
-        x[i] = (z[i] - sum(L[t][i] * x[t] for t in range(i + 1, k))) / L[i][i]
-    return x
+    L, info = dpotrf(np.array(A), lower=1, clean=0)
+    return dpotrs(L, np.array(y), lower=1)[0].tolist()
 
 
 def _positive_definite(A: np.ndarray) -> np.ndarray | None:
