@@ -2,9 +2,8 @@
 hypothesis, their validation, and the synchronised state (q, q̇) in pinocchio's free-flyer convention.
 
 Bad input never raises out of a push: it is counted by cause, the sample is dropped, and ``last_error`` says why
-with sizes, never the payload (no or missing joint names, non-finite values, an orientation off unit norm by more
-than messages.checks.QUATERNION_TOLERANCE, an obstacle behind the rover, a sample older than the last accepted one
-of its input, a stray stamp). ``state()`` raises InputError when no consistent state exists
+with sizes, never the payload (no or missing joint names, non-finite values, a zero quaternion, an obstacle behind
+the rover, a sample older than the last accepted one of its input, a stray stamp). ``state()`` raises InputError when no consistent state exists
 (missing input, stale odometry or joint state).
 """
 from __future__ import annotations
@@ -16,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import pinocchio as pin
 
-from contact_dynamics_common.messages.checks import QUATERNION_TOLERANCE
 from contact_dynamics_common.params import ConfigError
 from contact_dynamics_common.paths import config_dir, resolve_config_file
 from contact_dynamics_common.signal.stamps import GateCounts, StampGate
@@ -261,9 +259,8 @@ class RoverInputs:
             self._error('odometry_nonfinite', 'Odometry has NaN/inf values: sample dropped')
             return False
         qn = np.linalg.norm(vals[3:7])
-        if abs(qn - 1.0) > QUATERNION_TOLERANCE:         # the shared structural check's rule (messages.checks)
-            self._error('odometry_bad_quaternion', f'Odometry orientation has norm {qn:.3g} (unit quaternion '
-                        'expected): sample dropped')
+        if qn < 1e-9:
+            self._error('odometry_bad_quaternion', 'Odometry orientation is a zero quaternion: sample dropped')
             return False
         if stamp_ns <= 0:
             self._error('odometry_zero_stamp', 'Odometry has a zero stamp: sample dropped')
@@ -342,18 +339,15 @@ class RoverInputs:
                           float(k), float(p) if p > 0 else 1.5, float(e) if 0 < e <= 1 else 0.9,
                           contact_model, float(height))
 
-    def _ahead_of_data_ns(self, stamp_ns: int) -> int:
-        """How far ``stamp_ns`` lies after the latest accepted JointState/Odometry stamp [ns] (0 before either)."""
-        stamps = [s for s in (self.joint_stamp, self.odom_stamp) if s is not None]
-        return int(stamp_ns) - max(stamps) if stamps else 0
-
-    def push_obstacle(self, stamp_ns: int, *args, **kwargs) -> bool:
+    def push_obstacle(self, stamp_ns: int, *args, received_ns: int | None = None, **kwargs) -> bool:
         """Validate and keep an obstacle hypothesis (arguments of ``hypothesis``); a bad one, one stamped before
         the hypothesis in use, or a re-sent one (same stamp: ``obstacle_repeated``) is dropped and counted.
         Hypotheses are sporadic, so their own gate has no forward limit; instead one stamped more than
-        time_jump_s after the rover's data time (the latest JointState/Odometry stamp) is a stamp outlier
-        (``obstacle_stamp_outlier``): a single future-stamped hypothesis would otherwise stay in use (it never
-        times out) and make the next good ones look like a jump back."""
+        time_jump_s after ``received_ns`` (when it arrived: the node's clock at the drain live, the bag's log time
+        offline; None: not judged) is a stamp outlier (``obstacle_stamp_outlier``): a stamp cannot be later than
+        its arrival beyond clock skew, and a single future-stamped hypothesis would otherwise stay in use (it
+        never times out) and make the next good ones look like a jump back. (Data time is no reference: the
+        posture evaluator takes hypotheses while the joint states have stopped.)"""
         self.counts['obstacle'] += 1
         if stamp_ns <= 0:
             self._error('obstacle_zero_stamp', 'obstacle hypothesis has a zero stamp: dropped')
@@ -366,10 +360,9 @@ class RoverInputs:
         except ValueError as exc:
             self._error('obstacle_rejected', f'obstacle rejected: {exc}')
             return False
-        ahead = self._ahead_of_data_ns(stamp_ns)
-        if ahead > self.time_jump_s * 1e9:
-            self._error('obstacle_stamp_outlier', f'obstacle hypothesis stamped {ahead * NS:.3f} s after the latest '
-                        f'JointState/Odometry (> time_jump_s {self.time_jump_s:g} s): dropped (stamp outlier)')
+        if received_ns is not None and received_ns > 0 and stamp_ns - received_ns > self.time_jump_s * 1e9:
+            self._error('obstacle_stamp_outlier', f'obstacle hypothesis stamped {(stamp_ns - received_ns) * NS:.3g} s '
+                        f'after it arrived (> time_jump_s {self.time_jump_s:g} s): dropped (stamp outlier)')
             return False
         if not self._ordered('obstacle', stamp_ns, 'obstacle', 'obstacle hypothesis'):
             return False

@@ -139,7 +139,8 @@ class RoverNode(EstimatorNode):
         return push_odometry_msg(self.pipeline.inputs, msg)
 
     def _push_obstacle(self, msg) -> bool:
-        return push_obstacle_msg(self.pipeline.inputs, msg, self.params['base_frame'])
+        now = self.get_clock().now().nanoseconds          # at or after its arrival (0: sim time before /clock)
+        return push_obstacle_msg(self.pipeline.inputs, msg, self.params['base_frame'], now or None)
 
     def _on_description(self, msg) -> None:
         try:

@@ -19,16 +19,18 @@ def push_odometry_msg(inputs, msg) -> bool:
                                 (v.x, v.y, v.z), (w.x, w.y, w.z))
 
 
-def push_obstacle_msg(inputs, msg, base_frame: str) -> bool:
+def push_obstacle_msg(inputs, msg, base_frame: str, received_ns: int | None = None) -> bool:
+    """``received_ns``: when the hypothesis arrived (the node's clock), for the future-stamp check."""
     n = msg.face_normal_out
     return inputs.push_obstacle(stamp_to_ns(msg.header.stamp), msg.header.frame_id, (n.x, n.y, n.z), msg.beta_rad,
                                 msg.height_m, msg.distance_m, list(msg.contact_wheels), msg.step_edge, msg.k, msg.p,
-                                msg.e_restitution, msg.contact_model, base_frame)
+                                msg.e_restitution, msg.contact_model, base_frame, received_ns=received_ns)
 
 
 def push_columns(inputs, topic_kind: str, cols: dict, sl: slice, base_frame: str) -> None:
     """Push bag rows (msgconv column dicts) in order. Obstacle hypotheses take their ``contact_wheels`` from the
-    column of that name (one sequence of names per row) when the bag reader provides it."""
+    column of that name (one sequence of names per row) when the bag reader provides it, and their log time as
+    the time they arrived (the future-stamp check)."""
     idx = range(*sl.indices(len(cols['log_ns'])))
     if topic_kind == JOINT_STATE:
         names = cols['name']
@@ -48,4 +50,4 @@ def push_columns(inputs, topic_kind: str, cols: dict, sl: slice, base_frame: str
             s = cols['scalars'][i]
             inputs.push_obstacle(int(cols['stamp_ns'][i]), frames[i], cols['face_normal_out'][i], s[0], s[1], s[2],
                                  list(wheels[i]) if wheels is not None else [], bool(cols['step_edge'][i][0]),
-                                 s[4], s[5], s[6], models[i], base_frame)
+                                 s[4], s[5], s[6], models[i], base_frame, received_ns=int(cols['log_ns'][i]))
