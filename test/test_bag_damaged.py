@@ -47,6 +47,7 @@ PACKAGES = {          # simulator command line, params file of the package's off
     'multipoint': (['multipoint', 'M2'], 'multipoint_contact_estimator.yaml'),
     'pkm': (['pkm', '--duration', '2'], 'pkm_identifier.yaml'),
     'rover': (['rover-approach', '--duration', '3'], 'impact_indicator.yaml'),
+    'rover_posture': (['rover-approach', '--duration', '3'], 'posture_evaluator.yaml'),   # the rover's 2nd node
 }
 
 
@@ -217,6 +218,9 @@ def test_cut_db3_gives_every_row_whose_cell_is_left(bags, tmp_path, capsys, pack
     out, err = capsys.readouterr()
     assert f'recovered {len(intact)} intact messages' in out and 'Traceback' not in out + err
     assert main(['info', str(bag)]) == 0
+    with capsys.disabled():
+        print(f'\n{package} .db3 cut at {frac:.0%}: {len(intact)} of {total} rows intact (independent page scan) = '
+              f'read; run-bag used {result.input_messages} input messages')
 
 
 # ---- MCAP: one flipped bit in a chunk
@@ -368,6 +372,10 @@ def test_flipped_bit_in_a_chunk_keeps_every_consistent_record(bags, tmp_path, ca
     assert main(['run-bag', str(bag), '--config', config, '--quiet', '--strict']) == 0
     out, _ = capsys.readouterr()
     assert f'recovered {len(others)} intact messages' in out
+    with capsys.disabled():
+        print(f'\n{package} MCAP bit flipped in chunk at byte {lo}: {len(in_chunk)} records in it, '
+              f'{len(salvaged)} recovered-unverified (independent record walk) = read; {len(got)} of {len(order)} '
+              f'messages read, run-bag used {result.input_messages}')
 
 
 # ---- issue 16 item 8: custom types in other storages, empty damaged bags, rebuilt metadata said
