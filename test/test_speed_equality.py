@@ -12,6 +12,11 @@
   composition) on random postures, velocities, angles and 1-3 contact wheels of the three models (same
   activity sets, ranks and deficiency flags; energies to 1e-12 of T, effective masses to 1e-11); the one-pass wheel rows, the mirrored CRBA matrix and the heading are the
   reference's bit for bit.
+- convex-pair contacts: ``ContactKinematics.compute`` (separating axes in two stages, the edge crosses only for
+  pairs no face normal separates) gives the outputs of the single-stage code (commit cd708cd, recorded in
+  fixtures/speed/contact_kinematics_cd708cd.json — the sha256 of every output array — by ``python
+  test/test_speed_equality.py --record-contacts`` run against that commit) bit for bit on the M2 and M3 drops, batched and pose by pose: the contact point rule
+  picks among tied support vertices, so only identical arithmetic keeps r (doc/benchmarks.md).
 No timing here (bench/bench_multipoint.py, bench/bench_rover.py).
 """
 from __future__ import annotations
@@ -279,5 +284,62 @@ def test_one_pass_rows_mass_matrix_and_heading_are_the_references(roles, wheel_c
         assert model.heading(q) == float(np.arctan2(R[1, 0], R[0, 0]))
 
 
+
+CONTACTS_FIXTURE = Path(__file__).parent / 'fixtures' / 'speed' / 'contact_kinematics_cd708cd.json'
+CONTACT_FIELDS = ('k', 'pair', 'r', 'n', 't', 'delta', 'delta_dot', 'sliding', 'lever', 'count', 'v_t')
+
+
+def _contact_cases():
+    """(label, R, p, v, w): the M2 and M3 drops batched, and every 10th pose of each alone."""
+    from contact_estimation.geometry.rotations import quat_to_matrix
+    from contact_estimation.multipoint.scenarios import gravity_drop
+    for model in ('M2', 'M3'):
+        tr = gravity_drop(model).trajectory
+        R = quat_to_matrix(tr.q)
+        yield f'{model}_all', R, tr.p, tr.v, tr.w
+        for k in range(0, len(R), 10):
+            yield f'{model}_{k}', R[k], tr.p[k], tr.v[k], tr.w[k]
+
+
+def _contact_kinematics():
+    from contact_estimation.geometry.body import load_geometry
+    from contact_estimation.geometry.contacts import ContactKinematics
+    P, E = load_geometry(Path(__file__).parents[1] / 'config' / 'multipoint_acu_geometry.yaml')
+    return ContactKinematics(P.parts, E.world_parts())
+
+
+def _digest(a: np.ndarray) -> str:
+    import hashlib
+    a = np.ascontiguousarray(a)
+    return hashlib.sha256(f'{a.dtype.str}{a.shape}'.encode() + a.tobytes()).hexdigest()
+
+
+def _record_contacts():
+    import json
+    kin = _contact_kinematics()
+    out = {}
+    for label, R, p, v, w in _contact_cases():
+        c = kin.compute(R, p, v, w)
+        out[label] = {f: _digest(getattr(c, f)) for f in CONTACT_FIELDS} | {'contacts': len(c)}
+    CONTACTS_FIXTURE.parent.mkdir(parents=True, exist_ok=True)
+    CONTACTS_FIXTURE.write_text(json.dumps(out, indent=0, sort_keys=True))
+
+
+def test_contact_kinematics_equals_the_single_stage_outputs_bit_for_bit():
+    import json
+    ref = json.loads(CONTACTS_FIXTURE.read_text())
+    kin = _contact_kinematics()
+    contacts = 0
+    for label, R, p, v, w in _contact_cases():
+        c = kin.compute(R, p, v, w)
+        assert len(c) == ref[label]['contacts'], label
+        for f in CONTACT_FIELDS:
+            assert _digest(getattr(c, f)) == ref[label][f], f'{label} {f}: not the recorded bytes'
+        contacts += len(c)
+    assert contacts > 4500                                    # both drops make contacts (2 100+ each)
+
+
 if __name__ == '__main__' and '--record' in sys.argv:       # run with the code to record on sys.path
     _record()
+if __name__ == '__main__' and '--record-contacts' in sys.argv:
+    _record_contacts()

@@ -80,6 +80,13 @@ class ContactSet:
                           self.count, self.v_t)
 
 
+def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a × b over the last axis (broadcast), the products and differences ``np.cross`` forms, in its order."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+
+
 def _pad(arrs: list[np.ndarray], size: int) -> np.ndarray:
     """Stack (n_i, 3) arrays padded to ``size`` rows by repeating the first row (harmless for min/max)."""
     out = np.empty((len(arrs), size, 3))
@@ -154,19 +161,30 @@ class ContactKinematics:
         Rk, pp = R[tk], p[tk]
         PV = np.einsum('bij,bvj->bvi', Rk, self.PV[pk]) + pp[:, None, :]
         PN = np.einsum('bij,bvj->bvi', Rk, self.PN[pk])
-        PE = np.einsum('bij,bvj->bvi', Rk, self.PE[pk])
+        EV, EN = self.EV[pk], self.EN[pk]
+        # separating axes in two stages: the face normals of both parts for every near pair, then the edge
+        # crosses only for the pairs no face normal separates (the same numbers, element by element, as all
+        # axes at once; the axis order — P faces, E faces, crosses — is kept for the least-overlap argmin)
+        faces = np.concatenate([PN, EN], axis=1)                          # (B, F, 3)
+        fp = np.einsum('bai,bvi->vba', faces, PV)                          # vertices first: fast min/max
+        fe = np.einsum('bai,bvi->vba', faces, EV)
+        o1f, o2f = fe.max(0) - fp.min(0), fp.max(0) - fe.min(0)
+        c = np.nonzero(np.all(np.minimum(o1f, o2f) > 0.0, axis=1))[0]
+        if len(c) == 0:
+            return _empty(T)
+        tk, pk, pp, PV, PN, EV, EN = tk[c], pk[c], pp[c], PV[c], PN[c], EV[c], EN[c]
+        PE = np.einsum('bij,bvj->bvi', Rk[c], self.PE[pk])
         Pc = self.Pc[pk] + np.einsum('bfi,bi->bf', PN, pp)
-        EV, EN, EE, Ec = self.EV[pk], self.EN[pk], self.EE[pk], self.Ec[pk]
-        cross = np.cross(PE[:, :, None, :], EE[:, None, :, :]).reshape(len(tk), -1, 3)
+        EE, Ec = self.EE[pk], self.Ec[pk]
+        cross = _cross(PE[:, :, None, :], EE[:, None, :, :]).reshape(len(tk), -1, 3)
         norm = np.linalg.norm(cross, axis=2, keepdims=True)
         good = norm > 1e-9
         cross = np.where(good, cross / np.where(good, norm, 1.0), PN[:, :1, :])
-        axes = np.concatenate([PN, EN, cross], axis=1)                   # (B, A, 3)
-        pp_ = np.einsum('bai,bvi->bav', axes, PV)
-        ee_ = np.einsum('bai,bvi->bav', axes, EV)
-        pmin, pmax = pp_.min(2), pp_.max(2)
-        emin, emax = ee_.min(2), ee_.max(2)
-        o1, o2 = emax - pmin, pmax - emin           # P on the + side / on the − side of E along the axis
+        axes = np.concatenate([faces[c], cross], axis=1)                  # (B, A, 3)
+        cp_ = np.einsum('bai,bvi->vba', cross, PV)
+        ce_ = np.einsum('bai,bvi->vba', cross, EV)
+        o1 = np.concatenate([o1f[c], ce_.max(0) - cp_.min(0)], axis=1)     # P on the + side of E along the axis
+        o2 = np.concatenate([o2f[c], cp_.max(0) - ce_.min(0)], axis=1)     # ... on the − side
         overlap = np.minimum(o1, o2)
         hit = np.all(overlap > 0.0, axis=1)
         if not hit.any():
@@ -195,7 +213,7 @@ class ContactKinematics:
         r = np.where((wsum > 0)[:, None], r_in, r_sup)
         kk = tk[b]
         lever = r - p[kk]
-        vr = v[kk] + np.cross(w[kk], lever)
+        vr = v[kk] + _cross(w[kk], lever)
         vn = np.einsum('bi,bi->b', vr, n)
         vt = vr - vn[:, None] * n
         speed = np.linalg.norm(vt, axis=1)
