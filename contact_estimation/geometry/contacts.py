@@ -84,7 +84,11 @@ def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a × b over the last axis (broadcast), the products and differences ``np.cross`` forms, in its order."""
     a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
     b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
-    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out[..., 0] = a1 * b2 - a2 * b1
+    out[..., 1] = a2 * b0 - a0 * b2
+    out[..., 2] = a0 * b1 - a1 * b0
+    return out
 
 
 def _pad(arrs: list[np.ndarray], size: int) -> np.ndarray:
@@ -200,9 +204,9 @@ class ContactKinematics:
         pmin_n, emax_n = pn.min(1), en.max(1)
         pkb = pk[b]
         # vertices of each part inside the other, weighted by their depth along n
-        p_in = np.all(np.einsum('bvi,bfi->bvf', PVb, EN[b]) <= Ec[b][:, None, :] + INSIDE_TOL, axis=2) \
+        p_in = np.all(np.einsum('bvi,bfi->fbv', PVb, EN[b]) <= (Ec[b] + INSIDE_TOL).T[:, :, None], axis=0) \
             & self.PVmask[pkb]
-        e_in = np.all(np.einsum('bvi,bfi->bvf', EVb, PN[b]) <= Pc[b][:, None, :] + INSIDE_TOL, axis=2) \
+        e_in = np.all(np.einsum('bvi,bfi->fbv', EVb, PN[b]) <= (Pc[b] + INSIDE_TOL).T[:, :, None], axis=0) \
             & self.EVmask[pkb]
         wp = np.where(p_in, np.maximum(emax_n[:, None] - pn, 0.0), 0.0)
         we = np.where(e_in, np.maximum(en - pmin_n[:, None], 0.0), 0.0)
