@@ -39,6 +39,20 @@ def best_of(fn, repeat: int) -> float:
 PREVIOUS_PEG_HOLE = {1: 319.0, 20: 23.0, 1000: 7.7}
 
 
+def best_cpu(fn, repeat: int) -> float:
+    """Best process-CPU time of ``repeat`` calls (s): without the waits for a core on a shared machine."""
+    best = float('inf')
+    for _ in range(repeat):
+        c0 = time.process_time()
+        fn()
+        best = min(best, time.process_time() - c0)
+    return best
+
+
+# ContactKinematics.compute before the two-stage separating axes (cd708cd), best process CPU, load 4.5-7
+PREVIOUS_CONTACTS = ('290-300', '184-194')
+
+
 def load() -> str:
     import os
     return f'load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores'
@@ -81,10 +95,15 @@ def bench_contact_kinematics(repeat: int) -> None:
     k = len(R) - 1
     t1 = best_of(lambda: kin.compute(R[k], tr.p[k], tr.v[k], tr.w[k]), max(repeat, 200))
     tb = best_of(lambda: kin.compute(R, tr.p, tr.v, tr.w), max(3, repeat // 4))
+    c1 = best_cpu(lambda: kin.compute(R[k], tr.p[k], tr.v[k], tr.w[k]), max(repeat, 200))
+    cb = best_cpu(lambda: kin.compute(R, tr.p, tr.v, tr.w), max(3, repeat // 4))
     n = len(kin.compute(R[k], tr.p[k], tr.v[k], tr.w[k]))
     print(f'\nconvex-pair contacts (ContactKinematics.compute, ACU geometry, {kin.n_pairs} pairs): one resting pose '
           f'({n} contacts) {t1 * 1e6:.0f} us (issue table before: 280-360 us; goal <= 50 us); {len(R)} poses batched '
           f'{tb / len(R) * 1e6:.0f} us/pose = {tb / len(R) / kin.n_pairs * 1e6:.1f} us/pair [{load()}]')
+    print(f'  process CPU, best: one pose {c1 * 1e6:.0f} us, batched {cb / len(R) * 1e6:.0f} us/pose (single-stage '
+          f'separating axes, cd708cd, the same measure at load 4.5-7: {PREVIOUS_CONTACTS[0]} us, '
+          f'{PREVIOUS_CONTACTS[1]} us/pose)')
 
 
 def bench_w6_step(levels: int, repeat: int) -> None:
@@ -158,7 +177,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--levels', type=int, default=6)
     parser.add_argument('--repeat', type=int, default=20)
+    parser.add_argument('--contacts-only', action='store_true', help='only the ContactKinematics figures')
     args = parser.parse_args(argv)
+    if args.contacts_only:
+        bench_contact_kinematics(args.repeat)
+        return 0
     bench_peg_hole(args.levels, args.repeat)
     bench_w6_step(args.levels, args.repeat)
     bench_contact_kinematics(args.repeat)
