@@ -207,19 +207,28 @@ class ParameterUKF:
         else:                                                 # not SPD: repaired and counted, never ignored
             Lc, Pa3 = self._chol(Pa[None])
             Pa, St = Pa3[0], Lc[0].T
-        sig = np.concatenate((self._zero_row, St, -St))
-        if all_a:
-            W = th + sig
+        if self.hx is linear_hx and x.ndim == 2:
+            # linear hx: the unscented transform is exact, its sums reduce to closed form (sum_i Wc_i s_i s_i^T
+            # = Pa over the 2L points +-St, the centre point has D_0 - d_hat = 0): d_hat = Y w, P_wd = Pa Y_a^T,
+            # P_dd = Y_a Pa Y_a^T + R^e - the same update without forming the 2L + 1 sigma points (issue 19)
+            Ya = x if all_a else x[:, idx]
+            Pwd = Pa @ Ya.T
+            Pdd = Ya @ Pwd + (self.R if R is None else R)
+            nu = z - x @ th
         else:
-            W = np.repeat(th[None], len(sig), axis=0)
-            W[:, idx] += sig
-        D = W @ x.T if self.hx is linear_hx else self.hx(W[None], x)[0]
-        d_hat = self.Wm @ D
-        dD = D - d_hat
-        dDw = dD * self._wc_col
-        Pdd = dD.T @ dDw + (self.R if R is None else R)
-        Pwd = sig.T @ dDw
-        nu = z - d_hat
+            sig = np.concatenate((self._zero_row, St, -St))
+            if all_a:
+                W = th + sig
+            else:
+                W = np.repeat(th[None], len(sig), axis=0)
+                W[:, idx] += sig
+            D = W @ x.T if self.hx is linear_hx else self.hx(W[None], x)[0]
+            d_hat = self.Wm @ D
+            dD = D - d_hat
+            dDw = dD * self._wc_col
+            Pdd = dD.T @ dDw + (self.R if R is None else R)
+            Pwd = sig.T @ dDw
+            nu = z - d_hat
         _, sol, info = _dposv(Pdd, np.concatenate((Pwd.T, nu[:, None]), axis=1))
         if info != 0:
             self.counts['rejected_numerical'] += 1
