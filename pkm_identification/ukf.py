@@ -10,7 +10,9 @@ R^r: 'fixed' (Q), 'robbins_monro' (eq. 2.75, forced diagonal) or 'forgetting' (R
 
 Vectorised: the filter holds B independent filters (theta (B, n), P (B, n, n)); the 2L+1 sigma points of all
 of them go to the measurement function in ONE call ``hx(W (B, S, n), x) -> (B, S, m)``. The default hx is
-linear, x = Y (m, n) or (B, m, n): D = W Y^T (exact for F_a = Y theta).
+linear, x = Y (m, n) or (B, m, n): D = W Y^T (exact for F_a = Y theta); for one filter with the linear hx the
+sigma-point sums are taken in closed form (d = Y w, P_wd = P Y^T, P_dd = Y P Y^T + R^e: the same update, the
+unscented transform being exact for a linear function, without forming the points).
 Safety: a Cholesky factor that fails is never ignored: P is symmetrised and its eigenvalues clipped (counted
 in ``counts['repairs']``); a non-finite measurement or input is rejected (``'rejected_nonfinite'``); an update
 that would produce a non-finite value is undone (``'rejected_numerical'``); bounds are enforced after each
