@@ -18,14 +18,17 @@ Processing (a sample's result does not depend on how the stream was batched):
    blocks (``estimator.regressor``) and measured rows, kept for the estimation window, with the alternative
    rows of the two conditioning terms (other twist bandwidth; linear interpolation, first order in the pose
    change: ``ContactSet.with_motion`` / ``ContactSet.displaced``); a sliding contact whose slip direction the
-   two twists do not resolve (> 30° apart, or slip speed < 2 x their difference) is taken as sticking (no
-   friction column; counted as ``slip_direction_unresolved``);
+   two twists do not resolve (> 30° apart, or slip speed < 2 x their difference) is counted as
+   ``slip_direction_unresolved`` and its instant is left out of the fit (``DROP_UNRESOLVED_SLIP``: its friction
+   force is in the wrench, but the model cannot place it);
 5. every update solves the global bounded least squares over the window from its running sufficient
    statistics AᵀA, Aᵀy, yᵀy (``estimator.global_fit_gram``; recomputed from the kept rows when the window drops
    old ones), then its honest covariance (``estimator.honest_covariance``): the HAC sandwich of the residuals
    (``estimator.residual_sandwich`` = ``trust.covariance.sandwich``, lags from their own autocorrelation) where larger than the white form, plus
-   ΔΔᵀ of the bandwidth term (estimate with the ±(M+1) twist − estimate) and of the interpolation term
-   (estimate with linearly interpolated poses − estimate). Significance and identifiability use the total.
+   the bandwidth term (``bandwidth_scale`` x (estimate with the ±(M+1) twist − estimate)), the interpolation
+   term (estimate with linearly interpolated poses − estimate) and the slip, pulling and EIV terms counted by
+   their excess over their own noise (``estimator.alternative_terms``). Significance and identifiability use
+   the total.
 """
 from __future__ import annotations
 
