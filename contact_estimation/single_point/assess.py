@@ -349,6 +349,8 @@ EARLY_ADEQUACY = (2, 5)
 #: observed estimates (x MONITOR_SAMPLES samples: the adequacy window) over which a tracking estimator's
 #: movement counts towards its sigma
 TRACK_OBSERVATIONS = 10
+#: a tracking estimator's move within the adequacy window counts towards its sigma beyond this many sigma
+TRACK_Z = 3.0
 #: live drift/oscillation tolerance floor (share of the value): a short-memory estimator (RLS with
 #: forgetting) wanders with the excitation's phase by a few of its own sigma over a few seconds
 LIVE_RESOLUTION = 0.005
@@ -487,8 +489,11 @@ class TrustMonitor:
     def _tracking_spread(self, est: ContactEstimate, cov: np.ndarray) -> np.ndarray | None:
         """Variance a tracking estimator's value needs as a statement about the contact over the adequacy
         window: d_j = max |theta_j - theta_j(i)| over the last ``TRACK_OBSERVATIONS`` observed estimates;
-        max(d_j^2 - (2 sigma_j)^2, 0) (a stationary estimate wanders by about 2 of its own sigma; a parameter
-        that moves further within the window - a drifting or hysteretic contact - is that uncertain).
+        max(d_j^2 - (TRACK_Z sigma_j)^2, 0): for a stationary estimate theta_j - theta_j(i) has variance <= 2
+        sigma_j^2 (independent when i is beyond its memory), so a move beyond 3 sigma_j (2.1 of its sd, <= 3.4 %
+        per observation) is drift - a drifting or hysteretic contact - and the parameter is that uncertain.
+        (2 sigma, used before, is 1.4 of the sd: a forgetting RLS's own noise was counted as drift in most
+        windows, its sigma up to 1.7x too large on stationary data.)
         None when nothing is added."""
         if not tracking(self.estimator) or self._ring is None or self._count < self.min_reports:
             return None
@@ -501,7 +506,7 @@ class TrustMonitor:
         if not len(rows):
             return None
         d = np.max(np.abs(rows - np.asarray(est.values, dtype=np.float64)), axis=0)
-        extra = np.maximum(d * d - 4.0 * np.maximum(np.diagonal(cov), 0.0), 0.0)
+        extra = np.maximum(d * d - TRACK_Z ** 2 * np.maximum(np.diagonal(cov), 0.0), 0.0)
         return extra if np.any(extra > 0) else None
 
 

@@ -160,11 +160,11 @@ class RecursiveLeastSquares:
     def _estimates(self, R: np.ndarray, theta: np.ndarray, s: np.ndarray, w: np.ndarray, n: np.ndarray,
                    t: np.ndarray, yy: np.ndarray) -> list[ContactEstimate]:
         """Estimates of K states: information R (K, p, p), theta (K, p), residual sum s, weight w, samples
-        n, newest time t, sum of F^2 yy; sigma^2 = s / max(w - p, 1), residual_rms = sqrt(s / w),
-        rms(F) = sqrt(yy / w)."""
+        n, newest time t, sum of F^2 yy; covariance sigma^2 R^-1 x ``ewls_factor(w, lam)`` with
+        sigma^2 = s / max(w - p, 1), residual_rms = sqrt(s / w), rms(F) = sqrt(yy / w)."""
         live = np.flatnonzero(n > 0)
         p = self.model.size
-        sigma2 = s[live] / np.maximum(w[live] - p, 1.0)
+        sigma2 = s[live] / np.maximum(w[live] - p, 1.0) * ewls_factor(w[live], self.lam)
         qualities = quality_batch(R[live], w[live], sigma2, self.scales, self.min_exc)
         raw = theta[live] / self.scales
         rms = np.sqrt(s[live] / np.maximum(w[live], 1e-12))
@@ -182,3 +182,16 @@ class RecursiveLeastSquares:
                 bounds_active=active, samples_used=int(round(w_k)), stamp=t_k,
                 extras={'forgetting_factor': self.lam, 'samples_total': n_k})
         return out
+
+
+def ewls_factor(w: np.ndarray, lam: float) -> np.ndarray:
+    """w2 / w: the covariance of exponentially weighted least squares relative to sigma^2 R^-1 (white noise).
+
+    theta = R^-1 sum lam^k phi_k F_k with R = sum lam^k phi phi^T has covariance sigma^2 R^-1 R2 R^-1,
+    R2 = sum lam^(2k) phi phi^T. For stationary regressors R2 = R w2 / w with w = sum lam^k, w2 = sum lam^(2k);
+    after N samples w = (1 - lam^N) / (1 - lam), so w2 / w = (2 - w (1 - lam)) / (1 + lam): 1 without
+    forgetting or at the start, 1 / (1 + lam) ~ 1/2 once the memory is full (sigma^2 R^-1 alone overstates the
+    variance of a forgetting RLS by up to 2x). The P0 prior and the wind-up floor are left out (negligible
+    once the data dominate R)."""
+    lam = float(lam)
+    return np.clip((2.0 - np.asarray(w, dtype=np.float64) * (1.0 - lam)) / (1.0 + lam), 1.0 / (1.0 + lam), 1.0)
