@@ -20,7 +20,8 @@ sigma_j is raised to at least the Newey-West (HAC) sigma of the least squares of
 correlated), to sqrt(var_ref + d_j^2) with d_j the gap between the estimate and an instrumental-variables
 fit of the same samples (errors-in-variables attenuation, a method bias such as spectral leakage), to
 sqrt(C_aug,jj + (theta_j - beta_j)^2) when a mass term is significant (beta: the fit with the mass term,
-C_aug its HAC covariance), and a Kalman covariance is multiplied by max(1, mean NIS).
+C_aug its HAC covariance) (``honest_variance``); a Kalman estimate publishes the larger of that and its own
+covariance times max(1, mean NIS) (two estimates of the same noise variance, not a product).
 The checks' figures go into ``extras['trust']``.
 """
 from __future__ import annotations

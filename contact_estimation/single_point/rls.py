@@ -17,7 +17,8 @@ vectorised cost; ``update_and_report`` turns those per-sample states into the es
 prefixes of the block. Regressors are scaled (phi / scales) so that P0 = a I is meaningful.
 
 Published sigma (issue 14; ``assess``, the same in the node, run-bag and contact-compare): the own P scaled
-by the residual variance, raised per parameter to the residual HAC sandwich, the gap to an instrumental-
+by the residual variance and by ``ewls_factor`` (the exact covariance of exponentially weighted least squares,
+-> 1/(1 + lambda) of sigma^2 P once the memory is full), raised per parameter to the residual HAC sandwich, the gap to an instrumental-
 variables fit and to the parallel-filtered fit of the window (whose covariance holds its HAC sandwich, the
 errors-in-variables bias of the x noise through the kernels and the two-bandwidth conditioning term), the
 shift of an omitted mass / direction-dependent force when significant, and - being a tracking estimator
