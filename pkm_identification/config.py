@@ -50,8 +50,10 @@ PARAMS: list[ParamSpec] = [
               low=100, high=10000000),
     ParamSpec('sensor_timeout', 0.5, 'An input silent for longer is reported stale; a gap this long restarts '
               'the differentiation window.', low=0.0, low_open=True, unit='s'),
-    ParamSpec('time_jump_threshold', 1.0, 'A stamp this much earlier than the last one (a looped bag) resets the '
-              'identification; smaller steps back are dropped as out-of-order.', low=0.0, low_open=True, unit='s'),
+    ParamSpec('time_jump_threshold', 1.0,
+              'A stamp more than this before the last accepted one departs from the stream: dropped as '
+              'stamp_outlier, unless the next samples continue from it (a looped bag, a restarted clock), '
+              'then it resets the identification there; smaller steps back are dropped as out_of_order.', low=0.0, low_open=True, unit='s'),
     ParamSpec('min_sin_theta', 0.05, 'Samples with |sin theta| (z-x-z Euler singularity) below this are '
               'rejected.', low=0.0, high=1.0),
     # --- model ---

@@ -47,8 +47,10 @@ PARAMS: list[ParamSpec] = [
               check=_unit_vector),
     ParamSpec('sensor_timeout', 0.05, 'Position gaps longer than this are not bridged when pairing; an input '
               'silent for longer is reported stale.', low=0.0, low_open=True, unit='s'),
-    ParamSpec('time_jump_threshold', 1.0, 'A stamp this much earlier than the last one (looped bag, '
-              'restarted clock) resets the profile; smaller steps back are dropped as out-of-order.', low=0.0,
+    ParamSpec('time_jump_threshold', 1.0,
+              'A stamp more than this before the last accepted one departs from the stream: dropped as '
+              'stamp_outlier, unless the next samples continue from it (a looped bag, a restarted clock), '
+              'then it resets the profile there; smaller steps back are dropped as out_of_order.', low=0.0,
               low_open=True, unit='s'),
     ParamSpec('input_queue_size', 4000, 'Depth of the sensor-data QoS input queues (4000 = 1 s at 4 kHz).',
               low=1, high=100000),

@@ -52,8 +52,10 @@ PARAMS: list[ParamSpec] = [
               'at most this far apart; others are dropped (counted).', low=0.0, low_open=True, unit='s'),
     ParamSpec('sensor_timeout', 0.5, 'An input silent for longer is reported stale in /diagnostics.',
               low=0.0, low_open=True, unit='s'),
-    ParamSpec('time_jump_threshold', 1.0, 'A stamp this much earlier than the last one (a looped bag) resets the '
-              'estimator; smaller steps back are dropped as out-of-order.', low=0.0, low_open=True, unit='s'),
+    ParamSpec('time_jump_threshold', 1.0,
+              'A stamp more than this before the last accepted one departs from the stream: dropped as '
+              'stamp_outlier, unless the next samples continue from it (a looped bag, a restarted clock), '
+              'then it resets the estimator there; smaller steps back are dropped as out_of_order.', low=0.0, low_open=True, unit='s'),
     ParamSpec('input_queue_size', 1000, 'Depth of the sensor-data QoS input queues.', low=1, high=100000),
     # --- model and estimation ---
     ParamSpec('formulation', 'force', "Rows of the regression: 'force' (3 per instant, the thesis's choice), "

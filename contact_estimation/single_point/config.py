@@ -75,8 +75,9 @@ PARAMS: list[ParamSpec] = [
     ParamSpec('sensor_timeout', 0.5, 'An input silent for longer is reported stale in /diagnostics.',
               low=0.0, low_open=True, unit='s'),
     ParamSpec('time_jump_threshold', 1.0,
-              'A stamp this much earlier than the last one (a looped bag, a restarted clock) resets the '
-              'estimators; smaller steps back are dropped as out-of-order.', low=0.0, low_open=True, unit='s'),
+              'A stamp more than this before the last accepted one departs from the stream: dropped as '
+              'stamp_outlier, unless the next samples continue from it (a looped bag, a restarted clock), '
+              'then it resets the estimators there; smaller steps back are dropped as out_of_order.', low=0.0, low_open=True, unit='s'),
     ParamSpec('input_queue_size', 1000, 'Depth of the sensor-data QoS input queues (1000 = 1 s at 1 kHz).', low=1,
               high=100000),
     ParamSpec('buffer_capacity', 20000, 'Samples buffered per input between two estimation updates; when full, the '
