@@ -26,12 +26,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from contact_estimation.geometry.peg_hole import HoleGeometry, detect  # noqa: E402
 
 
-def best_of(fn, repeat: int) -> float:
+def best_of(fn, repeat: int, clock=time.perf_counter) -> float:
+    """Best time of ``repeat`` calls (s) by ``clock``: wall (``perf_counter``) or process CPU (``process_time``:
+    without the waits for a core on a shared machine)."""
     best = float('inf')
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
-        best = min(best, time.perf_counter() - t0)
+        best = min(best, clock() - t0)
     return best
 
 
@@ -40,13 +42,8 @@ PREVIOUS_PEG_HOLE = {1: 319.0, 20: 23.0, 1000: 7.7}
 
 
 def best_cpu(fn, repeat: int) -> float:
-    """Best process-CPU time of ``repeat`` calls (s): without the waits for a core on a shared machine."""
-    best = float('inf')
-    for _ in range(repeat):
-        c0 = time.process_time()
-        fn()
-        best = min(best, time.process_time() - c0)
-    return best
+    """Best process-CPU time of ``repeat`` calls (s)."""
+    return best_of(fn, repeat, time.process_time)
 
 
 # ContactKinematics.compute before the two-stage separating axes (cd708cd), best process CPU, load 4.5-7

@@ -334,6 +334,28 @@ FIT_FIGURES = ('residual_rms', 'residual_rms_pos', 'residual_rms_neg', 'residual
                'kappa_pos', 'kappa_neg', 'extras')
 
 
+def publish_events(events, pubs, published, burst_size, rate_hz=RATE_HZ):
+    """Publish ``events`` (``(kind, topic, msg)``) at ``rate_hz`` and count them in ``published[topic]``; a
+    ``'burst'`` event sends ``burst_size[topic]`` copies at once, after a 1 s pause (the good messages before it
+    are taken, not pushed out of the queue) and before another (the node works its queue off before the good
+    stream goes on)."""
+    t0 = time.perf_counter()
+    for k, (kind, topic, msg) in enumerate(events):
+        if kind == 'burst':
+            time.sleep(1.0)
+            for _ in range(burst_size[topic]):
+                pubs[topic].publish(msg)
+            published[topic] += burst_size[topic]
+            time.sleep(1.0)
+            t0 = time.perf_counter() - k / rate_hz
+            continue
+        delay = t0 + k / rate_hz - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        pubs[topic].publish(msg)
+        published[topic] += 1
+
+
 def _compare(live, off, path='', rel=1e-6):
     """Every field equal: floats to ``rel`` (1e-6; the FIT_FIGURES to 1e-3), everything else exactly."""
     if isinstance(live, dict):
@@ -410,21 +432,7 @@ def test_bad_input_is_counted_and_loses_no_good_data(name, tmp_path, monkeypatch
     try:
         pubs = {i.topic: node.create_publisher(i.type, i.topic, 2 * BURST) for i in case.inputs}
         wait_matched(list(pubs.values()), timeout=60.0)   # a node importing fcl/trimesh under load: > 15 s
-        t0 = time.perf_counter()
-        for k, (kind, topic, msg) in enumerate(events):
-            if kind == 'burst':
-                time.sleep(1.0)                 # the good messages before it are taken (not pushed out of the queue)
-                for _ in range(BURST):
-                    pubs[topic].publish(msg)
-                published[topic] += BURST
-                time.sleep(1.0)                 # the node works its queue off before the good stream goes on
-                t0 = time.perf_counter() - k / RATE_HZ
-                continue
-            delay = t0 + k / RATE_HZ - time.perf_counter()
-            if delay > 0:
-                time.sleep(delay)
-            pubs[topic].publish(msg)
-            published[topic] += 1
+        publish_events(events, pubs, published, {topic: BURST for topic in pubs})
 
         def settled():
             for inp in case.inputs:

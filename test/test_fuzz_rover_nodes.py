@@ -44,7 +44,7 @@ from contact_dynamics_common.cli import run_bag  # noqa: E402
 
 from ros_harness import ROOT, Listener, set_stamp, start_node, stop, wait_matched  # noqa: E402
 from test_fuzz_nodes import (T0, Case, Input, _as_dict, _compare, _floats, _joint_classes,  # noqa: E402
-                             _odometry_classes, _restamped, _stamp_ns, _with, fuzz_plan)
+                             _odometry_classes, _restamped, _stamp_ns, _with, fuzz_plan, publish_events)
 
 pytestmark = pytest.mark.ros
 
@@ -188,21 +188,7 @@ def test_bad_input_is_counted_and_loses_no_good_data(name, tmp_path, monkeypatch
     try:
         pubs = {i.topic: node.create_publisher(i.type, i.topic, 2 * max(bursts.values())) for i in case.inputs}
         wait_matched(list(pubs.values()), timeout=60.0)
-        t0 = time.perf_counter()
-        for k, (kind, topic, msg) in enumerate(events):
-            if kind == 'burst':
-                time.sleep(1.0)                 # the good messages before it are taken
-                for _ in range(bursts[topic]):
-                    pubs[topic].publish(msg)
-                published[topic] += bursts[topic]
-                time.sleep(1.0)                 # the node works its queue off before the good stream goes on
-                t0 = time.perf_counter() - k / RATE_HZ
-                continue
-            delay = t0 + k / RATE_HZ - time.perf_counter()
-            if delay > 0:
-                time.sleep(delay)
-            pubs[topic].publish(msg)
-            published[topic] += 1
+        publish_events(events, pubs, published, bursts, RATE_HZ)
 
         def settled():
             ledger = listener.diag(f'{case.node}: inputs')
