@@ -60,12 +60,16 @@ def test_garbage_file_named_by_a_parameter(exe, param, content, tmp_path):
     print(last)
 
 
-def test_unknown_parameter_names_are_warned_about_by_name(tmp_path):
+@pytest.mark.parametrize('exe', NODES)
+def test_unknown_parameter_names_are_warned_about_by_name(exe, tmp_path):
+    """Every node: a misspelt name in its params file section and one on the command line are warned about by
+    name at start (publish_rate -1 then stops it: the warning comes before the parameters are declared)."""
     params = tmp_path / 'p.yaml'
-    params.write_text('pkm_identifier:\n  ros__parameters:\n    measurment_std: 0.2\n    publish_rate: -1.0\n')
-    code, out, err = _run('pkm_identifier', '--params-file', str(params), cwd=tmp_path)
-    assert code == 2                       # publish_rate -1 stops it after the warning
-    assert f"unknown parameter 'measurment_std' in params file '{params}'" in err, err
+    params.write_text(f'{exe}:\n  ros__parameters:\n    measurment_std: 0.2\n    publish_rate: -1.0\n')
+    code, out, err = _run(exe, '--params-file', str(params), '-p', 'publsh_rate:=3.0', cwd=tmp_path)
+    assert code == 2 and 'Traceback' not in out + err, err
+    assert f"unknown parameter 'measurment_std' in params file '{params}': {exe} has no such parameter" in err, err
+    assert f"unknown parameter 'publsh_rate' in the command line: {exe} has no such parameter" in err, err
     assert "parameter 'publish_rate'" in _last_line(err)
 
 
@@ -105,3 +109,31 @@ def test_run_bag_says_why_it_produced_no_estimate(tmp_path):
     assert '0 estimates on 0 topics' in proc.stdout
     assert 'no estimates: contact_estimator: joint_missing = 1000; input displacement accepted none' in proc.stdout, \
         proc.stdout
+
+
+@pytest.mark.parametrize('content, reason', [
+    (None, "params file '{config}' does not exist"),
+    ('contact_estimator:\n  ros__parameters:\n    publish_rate: [1\n', "params file '{config}' is not valid YAML at line 4"),
+    ('just a sentence\n', "params file '{config}' must be a mapping of node names to ros__parameters, got str"),
+    ('dir', "params file '{config}' is a directory"),
+    ('contact_estimator:\n  ros__parameters:\n    publsh_rate: 3.0\n', 'unknown parameter(s): publsh_rate'),
+    ('contact_estimator:\n  ros__parameters:\n    publish_rate: -1.0\n', "parameter 'publish_rate' = -1.0 is outside"),
+])
+def test_run_bag_refuses_a_wrong_config_in_one_line(content, reason, tmp_path, capsys):
+    """run-bag --config: missing, not YAML (was a yaml traceback, exit 1), not a mapping, a directory (was an
+    IsADirectoryError traceback), an unknown or out-of-range parameter: one line naming it, exit 2."""
+    from contact_dynamics_common.cli import main
+    bag = tmp_path / 'bag'
+    assert main(['simulate', 'contact-1dof', '--out', str(bag), '--duration', '0.2']) in (0, None)
+    config = tmp_path / 'c.yaml'
+    if content == 'dir':
+        config.mkdir()
+    elif content is not None:
+        config.write_text(content)
+    capsys.readouterr()
+    code = main(['run-bag', str(bag), '--config', str(config), '--quiet'])
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 2 and len(lines) == 1, err
+    assert lines[0].startswith('contact-dynamics run-bag: error: ') and reason.format(config=config) in lines[0], \
+        lines[0]

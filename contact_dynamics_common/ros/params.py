@@ -155,12 +155,11 @@ def flatten(tree: Mapping[str, Any], prefix: str = '') -> dict[str, Any]:
 def load_params_file(path: str, node_name: str) -> dict[str, Any]:
     """Parameters for ``node_name`` from a ROS 2 ``--params-file`` YAML (``/**`` first, then the node's own).
 
-    Node keys may be written with or without a leading slash or namespace (``/ns/name``).
+    Node keys may be written with or without a leading slash or namespace (``/ns/name``). A file that is
+    missing, a directory, not YAML or not a mapping of node names is a ConfigError in one line naming it
+    (``read_params_file``; a YAML error was a traceback from run-bag).
     """
-    with open(path, encoding='utf-8') as f:
-        doc = yaml.safe_load(f) or {}
-    if not isinstance(doc, Mapping):
-        raise ConfigError(f'{path}: a params file must be a mapping of node names')
+    doc = read_params_file(path)
     merged: dict[str, Any] = {}
     keys = [k for k in doc if k in ('/**', '**')]
     keys += [k for k in doc if str(k).strip('/').split('/')[-1] == node_name]
