@@ -43,7 +43,7 @@ from contact_dynamics_common.trust.covariance import conditioning as conditionin
 from contact_dynamics_common.trust.verdict import judge
 
 from . import cells as cl
-from .segmented import (DIRECTIONS, blue_share, KAPPA_REFUSE, KAPPA_WARN, PARAMS, ImpedanceProfile,
+from .segmented import (DIRECTIONS, blue_share, KAPPA_REFUSE, KAPPA_WARN, PARAMS, ImpedanceProfile, snr_guard,
                         normalised_condition_gram, segment_index)
 
 SCALE = np.array([1.0, 0.01, 0.001, 1.0])
@@ -329,6 +329,7 @@ class RecursiveSegmentedLS:
                       prior_reason='; '.join(why) or 'ok')
             valid[b] = v.valid
             reason[b] = v.reason
+            sep[b], damp[b] = snr_guard(theta[b], cov[b], bool(sep[b]), bool(damp[b]))
         shp = (2, nseg)
         r2 = np.full(shp, np.nan)
         return ImpedanceProfile(edges=self.edges.copy(), theta=theta.reshape(shp + (4,)),
