@@ -13,10 +13,7 @@ from contact_estimation.single_point import calibration_families as cf
 RUNS = 4
 SEED = 14
 
-FAMILIES = ['kv_multisine', 'kv_friction', 'kv_omitted_mass', 'kvm_mass', 'compare_batch',
-            pytest.param('kv_hysteresis', marks=pytest.mark.xfail(
-                strict=False, reason='known gap (doc/trust/single_point.md): the damping of a spring with a '
-                'Jenkins-element hysteresis can be published identified while it holds the hysteretic loss'))]
+FAMILIES = ['kv_multisine', 'kv_friction', 'kv_omitted_mass', 'kvm_mass', 'compare_batch', 'kv_hysteresis']
 
 
 @pytest.mark.parametrize('family', FAMILIES)

@@ -229,7 +229,8 @@ def adequacy_checks(est: ContactEstimate, samples: ContactSamples, alpha: float 
     # a force that flips with the direction of motion (Coulomb friction, hysteresis: two branches) is a
     # regressor the model leaves out; material when including it moves an identifiable parameter by more than
     # MATERIAL_DIRECTIONAL of its value and 3 sigma of the augmented fit
-    dv = _per_window(_omitted_directional, samples, (est.model, alpha), X, F, alpha)
+    dv = _per_window(_omitted_directional, samples, (est.model, alpha), X, F, alpha,
+                     not model.uses_acceleration)
     if not dv.ok:
         # significant: whatever the verdict, the sigma covers the move of the parameters when it is included
         beta = np.asarray(dv.details['augmented'])
@@ -763,12 +764,19 @@ def _interpolated_share(samples: ContactSamples) -> float:
     return float(np.mean(np.abs(d2[ok]) <= 1e-6 * top))
 
 
-def _omitted_directional(samples: ContactSamples, X: np.ndarray, F: np.ndarray, alpha: float) -> trust.Check:
+def _omitted_directional(samples: ContactSamples, X: np.ndarray, F: np.ndarray, alpha: float,
+                         hysteresis: bool = True) -> trust.Check:
     """Is a force c s(xdot) that flips with the direction of motion significant in F = phi^T theta + c s?
     s = tanh(v / v0) with v = (x[i+L] - x[i-L]) / (t[i+L] - t[i-L]) (L beyond the differentiator's noise
     correlation, as for the mass test), v0 = 3 x the noise level of v (``signal.conditioning.noise_std``): +-1 while
-    the deformation clearly grows / shrinks, ~0 on a plateau where the rate is noise. Coulomb friction and a
-    hysteretic spring's two branches both show as such a term. HAC Wald test (``trust.omitted_regressor``)."""
+    the deformation clearly grows / shrinks, ~0 on a plateau where the rate is noise (Coulomb friction), and, for
+    a hysteretic spring whose loop ramps over a travel 2 r after each reversal (a Jenkins element), the play
+    operators h_r = x - P_r(x) at r = PLAY_WIDTHS x std(x) taken at row i - L (:func:`play_operator`; a width
+    below PLAY_MIN_NOISE x the x noise is left out). One HAC Wald test of all columns (``trust.omitted_regressor``):
+    a hysteretic loss that least squares puts into b is found here (its shift of b enters sigma, and flags the
+    estimate when material). The play columns only with ``hysteresis`` (models without a mass): for large r
+    x - P_r(x) is the fast part of x, which also carries the inertial force that a mass fitted on a noisy xddot
+    leaves in the residual (errors-in-variables attenuation of m); the mass model cannot tell the two apart."""
     t, x = samples.t, samples.x
     n = len(x)
     L = _noise_lag(samples.xd)
@@ -792,11 +800,41 @@ def _omitted_directional(samples: ContactSamples, X: np.ndarray, F: np.ndarray, 
         # a term that flips with the direction needs motion both ways: on a one-way ramp it is an intercept
         # (a secant-vs-tangent question, not friction), on a plateau it is collinear with x
         return trust.Check(True, 'ok', 'omitted_directional', details={'note': 'no clear motion both ways'})
-    c = replace(trust.omitted_regressor(X, F, z, ('direction-dependent force',), alpha=alpha, min_share=0.0),
+    # the hysteretic loop (a force that ramps after each reversal over a travel 2 r, then saturates): play
+    # operators of the deformation (a Prandtl-Ishlinskii basis), delayed by L samples so that row i's
+    # regressor depends on x only up to i - L (no noise sample shared with row i's regressors or residual)
+    cols, names = [z], ['direction-dependent force']
+    sx, s_noise = float(np.std(x)), cond.noise_std(x)
+    for share in PLAY_WIDTHS if hysteresis else ():
+        r = share * sx
+        if r > PLAY_MIN_NOISE * s_noise:
+            cols.append((x - play_operator(x, r))[:n - 2 * L])
+            names.append(f'hysteresis (play {share:.0%})')
+    c = replace(trust.omitted_regressor(X, F, np.column_stack(cols), tuple(names), alpha=alpha, min_share=0.0),
                 kind='omitted_directional')
     if not c.ok:
         c = replace(c, reason=c.reason.replace('significant', 'significant (friction or hysteresis)', 1))
     return c
+
+
+#: half-widths of the play operators of the omitted-hysteresis regressors, as shares of the window's deformation std
+PLAY_WIDTHS = (0.05, 0.15, 0.45)
+#: ... each used only above this many noise std of the deformation (below it, the play chatters with the noise)
+PLAY_MIN_NOISE = 3.0
+
+
+def play_operator(x: np.ndarray, r: float) -> np.ndarray:
+    """Play (backlash) operator of half-width r (m): y_i = min(max(y_{i-1}, x_i - r), x_i + r), y_0 = x_0.
+    x - P_r(x) is the force / k_h of a Jenkins element (spring k_h in series with a slider slipping at k_h r):
+    it follows x after a reversal, then saturates at +-r; a few widths form a Prandtl-Ishlinskii basis of
+    rate-independent hysteresis."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.empty_like(x)
+    prev = float(x[0]) if len(x) else 0.0
+    for i, v in enumerate(x.tolist()):          # a scalar recursion on the window (<= 2000 samples live)
+        prev = min(max(prev, v - r), v + r)
+        y[i] = prev
+    return y
 
 
 def _lagged_difference(t: np.ndarray, y: np.ndarray, L: int, spare: int, kind: str) -> np.ndarray | trust.Check:
