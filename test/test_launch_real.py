@@ -130,7 +130,8 @@ def test_launch_file_live_equals_run_bag(launch_file, namespace, workdir):
         pytest.fail('the params file section was not applied under the namespace:\n' + run.log[-3000:])
 
 
-@pytest.mark.parametrize('name', ['contact_estimator', 'pkm_identifier', 'impedance_profiler'])
+@pytest.mark.parametrize('name', ['contact_estimator', 'pkm_identifier', 'impedance_profiler',
+                                  'multipoint_contact_estimator', 'impact_indicator', 'posture_evaluator'])
 def test_played_bag_ends_with_run_bags_last_estimate(name, workdir):
     """Under use_sim_time the last period of a played bag is processed (the drain when /clock stops), so the last
     live estimate is run-bag's last one: same data stamp, same values."""
@@ -140,7 +141,10 @@ def test_played_bag_ends_with_run_bags_last_estimate(name, workdir):
     off, types = offline(bag, config)
     main_topic = {'contact_estimator': '/contact_estimator/estimate',
                   'pkm_identifier': '/pkm_identifier/parameters',
-                  'impedance_profiler': '/impedance_profiler/profile'}[name]
+                  'impedance_profiler': '/impedance_profiler/profile',
+                  'multipoint_contact_estimator': '/multipoint_contact_estimator/estimate',
+                  'impact_indicator': '/impact_indicator/impact_indicator',
+                  'posture_evaluator': '/posture_evaluator/posture_evaluation'}[name]
     launch_file = next(f for f, ns in LAUNCHES.items() if name in ns)
     run = run_live([str(ROS2), 'launch', 'contact_dynamics', launch_file, 'use_sim_time:=true',
                     *case.launch_args], bag, {main_topic: types[main_topic]}, _env(), start_timeout=90.0,
