@@ -56,6 +56,9 @@ def _check_covers_or_refused(est):
         assert np.all(np.abs(z) <= 3.0), (est.values, sd, z)
     else:
         assert est.reason and est.reason != 'ok'
+    # no identification flag while sigma > |value| / 2 (issue 14)
+    flag = est.identifiable
+    assert np.all(sd[flag] <= np.abs(est.values[flag]) / 2), (flag, est.values, sd)
     np.linalg.cholesky(est.covariance)
     return z
 
