@@ -89,7 +89,7 @@ def test_t14_nodes_over_dds_match_offline_and_posture_service(rover):
     off_pert = evaluate(model, q, v + dv, np.pi / 2, WHEELS, 'both')
     assert off_pert.residual_energy > 1e-6 and off.residual_energy < 1e-20
 
-    impact = start_node('rover_contact.impact.node', '-p', 'publish_rate:=20.0', '-p', 'max_state_age_s:=1.0')
+    impact = start_node('rover_contact.impact.node', '-p', 'publish_rate:=20.0', '-p', 'max_state_age_s:=5.0')
     posture = start_node('rover_contact.posture.node', '-p', 'ground_mode:=free', '-p', 'max_state_age_s:=1.0')
     rclpy.init()
     listener = Listener({OUT: ImpactIndicator, '/diagnostics': DiagnosticArray,
@@ -333,7 +333,7 @@ def test_ordering_counts_and_overrun_over_dds(rover):
     pos = [jp[n] for n in names]
     vel = [v[model.idx_v[n]] for n in names]
     off = evaluate(model, q, v, np.deg2rad(70), WHEELS, 'both')
-    impact = start_node('rover_contact.impact.node', '-p', 'publish_rate:=20.0', '-p', 'max_state_age_s:=1.0')
+    impact = start_node('rover_contact.impact.node', '-p', 'publish_rate:=20.0', '-p', 'max_state_age_s:=5.0')
     posture = start_node('rover_contact.posture.node', '-p', 'publish_rate:=50.0', '-p', 'horizon_s:=1000000.0',
                          '-p', 'posture_grid_min:=[-0.25]', '-p', 'posture_grid_max:=[0.2]',
                          '-p', 'posture_grid_steps:=[400]', '-p', 'speed_grid:=[0.05, 0.07]',
@@ -350,6 +350,26 @@ def test_ordering_counts_and_overrun_over_dds(rover):
         while ob.get_subscription_count() < 2 and time.monotonic() < deadline:      # both nodes
             time.sleep(0.05)
         from ros_harness import set_stamp
+        # warm-up: the node's reader can match our writers after they matched it, and a best-effort sample sent
+        # in between is lost without a trace (no sequence gap before the first one received: measured 2 of 19
+        # runs lost 1-2 of the first JointStates). Good pairs until the node reports one, then the counts below
+        # are taken from the report after them (max_state_age_s 5: the pause makes no stale state).
+        deadline = time.monotonic() + 20
+
+        def reported():
+            s = listener.diag('impact_indicator: input joint_states')
+            return int(s['received']) if s else 0
+        while reported() == 0 and time.monotonic() < deadline:
+            t = pub_node.get_clock().now().nanoseconds
+            m_js, m_od = _js(pub_node, names, pos, vel), _odom(pub_node, q, v)
+            set_stamp(m_js.header, t)
+            set_stamp(m_od.header, t)
+            js.publish(m_js)
+            od.publish(m_od)
+            time.sleep(0.05)
+        time.sleep(1.5)                                    # a report after the last warm-up pair
+        base = {k: int(x) for k, x in listener.diag('impact_indicator: inputs').items()
+                if k not in ('level', 'message')}
         t0 = pub_node.get_clock().now().nanoseconds
         ob_msg = _obstacle(pub_node, np.deg2rad(70), distance=0.05)
         set_stamp(ob_msg.header, t0)
@@ -384,13 +404,14 @@ def test_ordering_counts_and_overrun_over_dds(rover):
         in_stream = listener.diag('impact_indicator: inputs')
         timing = listener.diag('posture_evaluator: timing')
         time.sleep(1.5)
-        assert int(in_stream['stale']) == 0
-        d = listener.diag('impact_indicator: inputs')
-        assert int(d['joint_states.dropped.joint_out_of_order']) == 1
-        assert int(d['odometry.dropped.odometry_out_of_order']) == 1
-        assert int(d['rejected_total']) == injected + 2
-        assert int(d['joint_states.received']) == sent + injected + 1
-        assert int(d['joint_states.accepted']) == sent and int(d['odometry.accepted']) == sent
+        assert int(in_stream['stale']) == base.get('stale', 0) == 0
+        d = {k: int(x) - base.get(k, 0) for k, x in listener.diag('impact_indicator: inputs').items()
+             if k not in ('level', 'message')}
+        assert d['joint_states.dropped.joint_out_of_order'] == 1
+        assert d['odometry.dropped.odometry_out_of_order'] == 1
+        assert d['rejected_total'] == injected + 2
+        assert d['joint_states.received'] == sent + injected + 1, (d, base)
+        assert d['joint_states.accepted'] == sent and d['odometry.accepted'] == sent, (d, base)
         outs = listener.get(OUT)
         assert len(outs) > 40
         stamps = [m.header.stamp.sec * 10**9 + m.header.stamp.nanosec for m in outs]
