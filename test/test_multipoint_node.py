@@ -61,7 +61,8 @@ def _publish(node: Node, rec) -> int:
 @pytest.mark.parametrize('significance', [None, 1e6])
 def test_live_node_equals_run_bag_on_the_gravity_drop(tmp_path, ros_context, significance):
     """significance None: the shipped config (a valid estimate); 1e6 (in a params file both front ends read):
-    the same data refused 'not identified' - the live node and run-bag must give the same verdict either way."""
+    the same data refused 'not identified' - the live node and run-bag must give the same verdict either
+    way."""
     rec = gravity_drop('M2')
     bag = write_bag(rec, tmp_path / 'm2')
     n_contact = int((rec.trajectory.count > 0).sum())
@@ -73,7 +74,8 @@ def test_live_node_equals_run_bag_on_the_gravity_drop(tmp_path, ros_context, sig
         config = str(tmp_path / 'mp.yaml')
         with open(config, 'w', encoding='utf-8') as f:
             yaml.safe_dump(doc, f)
-    proc = start_node('contact_estimation.multipoint.node', '--params-file', config, '-p', 'publish_rate:=20.0')
+    proc = start_node('contact_estimation.multipoint.node', '--params-file', config,
+                      '-p', 'publish_rate:=20.0')
     listener = Listener({TOPIC: MultiPointContactEstimate, '/diagnostics': DiagnosticArray})
     pub = Node('mp_test_publisher')
     try:
