@@ -97,8 +97,10 @@ def simulate(m, theta12, q, qd, qdd, fv=None, fc=None, v_s: float = 0.003):
 def draw_plant(rng: np.random.Generator, kind: str = 'multisine', *, duration: float = 1.5, rate: float = 1000.0,
                friction_max: float = 0.5, noise: tuple = (0.001, 0.05), f_max: float = 8.0, jitter: bool = True,
                holes: bool = True, velocity_noise: tuple = (0.001, 0.05), scale: float = 1.0,
-               quantum: float | None = None, use_velocity: bool = False) -> Plant:
-    """One random experiment of the given motion kind (see the module docstring)."""
+               quantum: float | None = None, use_velocity: bool = False, friction_law: str = 'tanh') -> Plant:
+    """One random experiment of the given motion kind (see the module docstring). ``friction_law``: 'tanh'
+    (the plant's own law, above) or 'band' (the estimator's 'continuous' band law, ``dynamics.friction_force``,
+    with random viscous / Coulomb coefficients per strut: the model of estimate_friction fits)."""
     m = load_machine('uf_like')
     th12 = draw_theta12(rng, m)
     n = int(round(duration * rate))
@@ -114,7 +116,13 @@ def draw_plant(rng: np.random.Generator, kind: str = 'multisine', *, duration: f
     dyn_rms = float(np.sqrt((dyn ** 2).mean())) + 1e-9
     share = rng.uniform(0.0, friction_max) if friction_max > 0 else 0.0
     Ff = np.zeros_like(F)
-    if share > 0:
+    if share > 0 and friction_law == 'band':
+        mix = rng.random()                              # share of viscous vs Coulomb
+        fv = rng.uniform(0.5, 1.5, 6) * mix / (np.sqrt((Ld ** 2).mean()) + 1e-12)
+        fc = rng.uniform(0.5, 1.5, 6) * (1 - mix)
+        unit = D.friction_force(Ld, np.ravel(np.column_stack([fv, fc])), 'continuous')
+        Ff = unit * share * dyn_rms / (np.sqrt((unit ** 2).mean()) + 1e-12)
+    elif share > 0:
         v_s = rng.uniform(0.001, 0.005)
         shape = rng.uniform(0.5, 1.5, 6)
         mix = rng.random()                              # share of viscous vs Coulomb
@@ -193,7 +201,7 @@ def _draw(rng, kind: str, *, friction_max: float, estimate_friction: bool = Fals
     if plant_kw.get('use_velocity'):
         over['use_measured_velocity'] = True
     est, _ = identify_plant(plant, _prior(rng, plant.theta8), **over)
-    fits = plant.friction_share == 0.0
+    fits = plant.friction_share == 0.0 or (estimate_friction and plant_kw.get('friction_law') == 'band')
     good = fits and kind == 'multisine' and plant.notes['force_noise'] <= 0.02
     return outcomes(est, plant.theta8, model_fits=fits, good_data=good)
 
@@ -230,6 +238,12 @@ def friction_estimated(rng):
     """6-DOF multisine with friction 0-50 %, estimate_friction true (the estimator's band law vs the plant's
     tanh law: a small remaining mismatch)."""
     return _draw(rng, 'multisine', friction_max=0.5, estimate_friction=True)
+
+
+def friction_own_law(rng):
+    """6-DOF multisine with friction 0-50 % of the estimator's own band law, estimate_friction true: the model
+    fits, so this family measures the false refusals of the friction-estimating mode (its friction-law test)."""
+    return _draw(rng, 'multisine', friction_max=0.5, estimate_friction=True, friction_law='band')
 
 
 def velocity_channel(rng):

@@ -47,6 +47,7 @@ PLUGIN = Plugin(
             ('weak_motion', '6-DOF multisine at a tenth of the amplitude'),
             ('friction_unmodelled', '6-DOF multisine, friction 0-50 %, not estimated (model mismatch)'),
             ('friction_estimated', '6-DOF multisine, friction 0-50 % (tanh law), estimate_friction true'),
+            ('friction_own_law', "6-DOF multisine, friction 0-50 % of the estimator's band law, estimated (fits)"),
             ('velocity_channel', 'use_measured_velocity with 0.1-5 % velocity-channel noise'))),
     demos=(
         Demo('pkm', f'{_P}.demo:main', 'simulate a hexapod (xy, multisine), identify it offline, print vs truth'),

@@ -185,7 +185,7 @@ def test_seeded_calibration_has_no_confident_wrong_estimate():
     """`contact-dynamics calibrate --family 'pkm/*' --check` in short: 3 draws of every PKM family."""
     from contact_dynamics_common.registry import load_target, registry
     fams = {k: v for k, v in registry().calibrations.items() if k.startswith('pkm/')}
-    assert len(fams) == 7
+    assert len(fams) == 8
     rep = Report(runs=3, seed=14)
     for name, fam in sorted(fams.items()):
         run_family(name, load_target(fam.target), 3, 14, rep)
