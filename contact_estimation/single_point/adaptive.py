@@ -28,6 +28,14 @@ i.e. the covariance of that least squares plus the IA lag (unconverged or jitter
 correspondingly large covariance). Excitation and conditioning come from the same S; ``residual_rms``
 is that of the IA estimate over the seen samples, sqrt(RSS(theta_IA) / N).
 
+Excitation requirement of the law (``adaptation_excited``): with uncorrelated regressors the normalised gradient
+step contracts parameter j's error by (1 - dt G_jj phi_j^2 / m) per sample, so after the record it keeps a share
+exp(-E_j) of its initial error, E_j = sum dt G_jj phi_j^2 / m (``extras['adaptation_time_constants']``, the
+number of adaptation time constants the data gave it). An identifiable parameter needs E_j >= MIN_ADAPTATION
+(5: < 1 % of an initial error left) before the law can have converged; below it a refusal ('not converged') is
+the gain being too low for the contact, not the data being bad. The thesis gains with the normalised law give
+E_b < 1 wherever dt G_kk x^2 dominates m (stiff or preloaded contacts, slow rates): b keeps its initial guess.
+
 Published sigma: the covariance above (least squares of the seen samples plus the lag), raised by ``assess``
 like the others to the HAC sandwich, the IV and parallel-filter gaps (EIV + conditioning terms) and
 omitted-term shifts; convergence is judged against the least-squares reference.
@@ -83,6 +91,7 @@ class IndirectAdaptive:
     def reset(self) -> None:
         self._k = float(self.initial.get('stiffness', 0.0))
         self._b = float(self.initial.get('damping', 0.0))
+        self._adapt = np.zeros(2)         # sum dt G_jj phi_j^2 / m: time constants each parameter adapted over
         self._info = np.zeros((2, 2))     # sum phi_s phi_s^T (scaled regressors)
         self._rhs = np.zeros(2)           # sum phi_s F
         self._yy = 0.0                    # sum F^2
@@ -114,8 +123,10 @@ class IndirectAdaptive:
             step_gain = np.nan_to_num(dt * (self.gain[0] * x * x + self.gain[1] * xd * xd), nan=0.0)
             self._max_gain = max(self._max_gain, float(step_gain.max()))
             norm = 1.0 + step_gain if self.normalised else 1.0
-            ck = (dt * self.gain[0] * x / norm).tolist()
-            cb = (dt * self.gain[1] * xd / norm).tolist()
+            ak = dt * self.gain[0] * x / norm
+            ab = dt * self.gain[1] * xd / norm
+            self._adapt += (float(np.nan_to_num(ak * x).sum()), float(np.nan_to_num(ab * xd).sum()))
+            ck, cb = ak.tolist(), ab.tolist()
         k, b = self._k, self._b
         hist = [] if self.record else None
         if not self._diverged:
@@ -148,6 +159,7 @@ class IndirectAdaptive:
     def estimate(self) -> ContactEstimate:
         stamp = self._t or 0.0
         extras = {'gain': self.gain.tolist(), 'gain_convention': self.gain_convention,
+                  'adaptation_time_constants': self._adapt.tolist(),
                   'normalised': self.normalised, 'max_step_gain': self._max_gain,
                   'rejected': self._rejected, 'covariance_basis': 'least squares over all seen samples'}
         if self._n == 0:
@@ -172,6 +184,9 @@ class IndirectAdaptive:
         elif valid and abs(lag[0]) > max(MAX_LAG * abs(theta_ls[0] / self.scales[0]), 3.0 * q.covariance[0, 0] ** 0.5):
             valid, reason = False, (f'not converged: stiffness lags the least-squares solution of the same data '
                                     f'by {lag[0]:.4g} N/m (raise the gain)')
+        # the excitation requirement of the law, judged on the parameters whose regressor is excited (the
+        # estimator's own flags, before any verdict turns a flag off)
+        extras['adaptation_excited'] = bool(all(e >= MIN_ADAPTATION for e, i in zip(self._adapt, q.identifiable) if i))
         # the data-supported solution the trust checks compare the adaptive law with (contact_dynamics_common.trust)
         extras['reference'] = (theta_ls / self.scales).tolist()
         extras['reference_std'] = np.sqrt(np.diagonal(q.covariance)).tolist()
@@ -184,6 +199,14 @@ class IndirectAdaptive:
 
 #: largest relative stiffness lag behind the least-squares solution of the same data for a valid estimate
 MAX_LAG = 0.05
+#: adaptation time constants (E_j, module docstring) an identifiable parameter needs before the law can converge
+MIN_ADAPTATION = 5.0
+
+
+def adaptation_excited(est: ContactEstimate) -> bool:
+    """Did the data excite the adaptive law enough to converge (module docstring: every identifiable parameter
+    adapted over >= MIN_ADAPTATION time constants)? True for an estimate without that figure (not adaptive)."""
+    return bool(est.extras.get('adaptation_excited', True))
 
 
 def _rss(theta_s: np.ndarray, info: np.ndarray, rhs: np.ndarray, yy: float) -> float:
