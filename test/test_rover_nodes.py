@@ -89,7 +89,7 @@ def test_t14_nodes_over_dds_match_offline_and_posture_service(rover):
     off_pert = evaluate(model, q, v + dv, np.pi / 2, WHEELS, 'both')
     assert off_pert.residual_energy > 1e-6 and off.residual_energy < 1e-20
 
-    impact = start_node('rover_contact.impact.node', '-p', 'publish_rate:=20.0', '-p', 'max_state_age_s:=5.0')
+    impact = start_node('rover_contact.impact.node', '-p', 'publish_rate:=20.0', '-p', 'max_state_age_s:=1.0')
     posture = start_node('rover_contact.posture.node', '-p', 'ground_mode:=free', '-p', 'max_state_age_s:=1.0')
     rclpy.init()
     listener = Listener({OUT: ImpactIndicator, '/diagnostics': DiagnosticArray,
