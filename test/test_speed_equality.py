@@ -15,9 +15,11 @@
 - convex-pair contacts: ``ContactKinematics.compute`` (separating axes in two stages, the edge crosses only for
   pairs no face normal separates) gives the outputs of the single-stage code (commit cd708cd, recorded in
   fixtures/speed/contact_kinematics_cd708cd.json — the sha256 of every output array — by ``python
-  test/test_speed_equality.py --record-contacts`` run against that commit) bit for bit on the M2 and M3 drops
-  (recorded: fixtures/speed/contact_kinematics_drops.npz, ``--record-contact-drops``), batched and pose by pose: the contact point rule
-  picks among tied support vertices, so only identical arithmetic keeps r (doc/benchmarks.md).
+  test/test_speed_equality.py --record-contacts`` run against that commit; the arrays themselves in
+  contact_kinematics_cd708cd.npz) on the recorded M2 and M3 drops (contact_kinematics_drops.npz), batched and
+  pose by pose: integers and flags exact, floats to 1e-15 (bit for bit on the recording OpenBLAS kernel; other
+  kernels round the last bit differently). The contact point rule picks among tied support vertices, so only
+  identical arithmetic keeps r (doc/benchmarks.md).
 No timing here (bench/bench_multipoint.py, bench/bench_rover.py).
 """
 from __future__ import annotations

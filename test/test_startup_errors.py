@@ -113,7 +113,8 @@ def test_run_bag_says_why_it_produced_no_estimate(tmp_path):
 
 @pytest.mark.parametrize('content, reason', [
     (None, "params file '{config}' does not exist"),
-    ('contact_estimator:\n  ros__parameters:\n    publish_rate: [1\n', "params file '{config}' is not valid YAML at line 4"),
+    ('contact_estimator:\n  ros__parameters:\n    publish_rate: [1\n',
+     "params file '{config}' is not valid YAML at line 4"),
     ('just a sentence\n', "params file '{config}' must be a mapping of node names to ros__parameters, got str"),
     ('dir', "params file '{config}' is a directory"),
     ('contact_estimator:\n  ros__parameters:\n    publsh_rate: 3.0\n', 'unknown parameter(s): publsh_rate'),
