@@ -465,7 +465,10 @@ class PkmPipeline:
         own = the conditioned filter covariance; sandwich = Lam^-1 (k M + P0^-1) Lam^-1 with Lam = P0^-1 + H
         (H = sum Y^T R^-1 Y, what the filter counts), M the batch-means HAC covariance of the scores at the
         estimate (BlockMoments.score_covariance) and k = B / (B - 1) (t_{B-3}(0.99865) / 3)^2: the mean score
-        is estimated, and a sigma estimated from B blocks needs Student's t quantile for its 3-sigma claim;
+        is estimated, and a sigma estimated from B blocks needs Student's t quantile for its 3-sigma claim
+        (with friction estimated B / (B - p_eff), p_eff = tr(H_ee Lam^-1): the scores at a fit of up to 20
+        parameters lose that many degrees of freedom; 8 parameters: the correction was measured 4 % and is
+        not applied);
         bias = S P0_u S^T, S = Lam^-1 H_eu: what holding the other parameters at an uncertain prior does;
         conditioning = d d^T, d the move of the information-form estimate between the two parallel-filter
         bandwidths (and, with a measured velocity, to L_dot from the positions): derivative and
@@ -497,7 +500,10 @@ class PkmPipeline:
         if B > len(e) + 2:
             # B / (B - 1): the mean score is estimated; (t_nu / z)^2: a sigma estimated from B blocks (nu dof
             # after the HAC lags) must still hold the z = 3 (and 2) sigma claims: Student's t quantile
-            k = B / (B - 1.0) * (student_t.ppf(0.99865, max(B - 3, 1)) / 3.0) ** 2
+            # with friction estimated (up to 20 free parameters of ~60 blocks) the scores at the fit lose
+            # p_eff = tr(H_ee Lam^-1) of their B degrees of freedom: B / (B - p_eff) instead of B / (B - 1)
+            p_eff = float(np.trace(A[np.ix_(e, e)] @ lam_inv)) if self.friction else 1.0
+            k = B / max(B - p_eff, 1.0) * (student_t.ppf(0.99865, max(B - 3, 1)) / 3.0) ** 2
         if np.isfinite(k):
             sand = lam_inv @ (k * M[np.ix_(e, e)] + p0i) @ lam_inv
             clamp = None
