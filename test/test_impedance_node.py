@@ -104,7 +104,13 @@ def test_live_profile_at_4khz_equals_offline_run_bag(tmp_path, ros_context):
             rtol = 1e-6 if name.startswith(('covariance', 'kappa')) else 1e-9
             np.testing.assert_allclose(np.array(getattr(live, name)), np.array(off[name]), rtol=rtol,
                                        atol=1e-12, err_msg=f'{name} ({flushes} flushes)')
-    assert list(live.status_pos) == off['status_pos'] and live.valid == off['valid']
+    # one verdict per bin: validity, reasons and identification flags of both directions
+    for key in ('valid_pos', 'valid_neg', 'status_pos', 'status_neg', 'mass_stiffness_separable_pos',
+                'mass_stiffness_separable_neg'):
+        assert list(getattr(live, key)) == list(off[key]), key
+    assert live.valid == off['valid'] and live.status == off['status']
+    print(f"impedance live vs run-bag verdicts: {sum(live.valid_pos) + sum(live.valid_neg)} of "
+          f"{len(live.valid_pos) + len(live.valid_neg)} bins valid in both, statuses equal")
     # 5 s of data after the fade-in is short, but k is already near the truth in the kink-free bins
     k = np.array([live.stiffness_pos, live.stiffness_neg])
     k_true = rec.oracle.value('stiffness')
