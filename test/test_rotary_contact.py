@@ -120,7 +120,7 @@ def extras(fields):
 @needs_data
 @pytest.mark.parametrize('sign', [1, -1])
 @pytest.mark.parametrize('bag', BAGS)
-def test_valid_stiffness_within_one_percent_of_own_fit(bag, sign):
+def test_stiffness_within_one_percent_of_own_fit(bag, sign):
     k_all, n_all = own_fit(bag, sign)
     final, cmp, samples = run(bag, sign)
     # the samples the estimators used: the loaded ones less the differentiator's edges and the centres whose
@@ -145,11 +145,11 @@ def test_valid_stiffness_within_one_percent_of_own_fit(bag, sign):
         sk = float(np.sqrt(msg['covariance'][0]))
         line.append(f'{name} {msg["stiffness"]:.2f} ({err:+.3%}, sigma {sk:.3g}) '
                     f'{"valid" if msg["valid"] else "refused: " + msg["status"][:60]}')
-        if msg['valid'] and name in LEAST_SQUARES:
+        if name in LEAST_SQUARES:      # the number, whatever the verdict: every test and load direction
             assert abs(err) <= 0.01, (name, msg['stiffness'], k_fit)
-        elif msg['valid']:
+        if msg['valid'] and name not in LEAST_SQUARES:
             assert abs(msg['stiffness'] - k_fit) <= 3.0 * sk, (name, msg['stiffness'], sk, k_fit)
-        else:
+        if not msg['valid']:
             assert msg['status'], name
     assert cmp.units['stiffness'] == 'N*m/rad'
     print('\n  '.join(line))
