@@ -54,7 +54,7 @@ def _cmd_run_bag(args) -> int:
         print(f'estimates written to {args.out}')
     if args.report:
         print(f'report written to {args.report}/summary.yaml and {args.report}/*.png')
-    return 0
+    return 2 if n_out == 0 else 0       # nothing estimated (the reason printed above): a script must not go on
 
 
 def no_estimates_reason(result) -> str:
