@@ -154,7 +154,7 @@ def bench_estimator(repeat: int) -> None:
             b = min(a + chunk, n)
             pl.push_wrench_columns(stamps[a:b], F[a:b], M[a:b])
             pl.push_pose_columns(stamps[a:b], tr.p[a:b], tr.q[a:b], v[a:b], w[a:b])
-            pl._pair()
+            pl._pair(flush=False)
         return pl
 
     print(f'\nmulti-point estimator on the M2 gravity drop ({n} samples at 1 kHz, 12 environment parts)')
@@ -166,7 +166,7 @@ def bench_estimator(repeat: int) -> None:
     t = best_of(pl.step, repeat)
     print(f'  global bounded LS over {len(pl._rows_t)} instants ({3 * len(pl._rows_t)} rows): {t * 1e3:.2f} ms '
           f'-> {1 / t:.0f} updates/s')
-    e = pl.step()
+    e = pl.step(flush=True)
     print(f'  estimate: k = {e.stiffness:.6g} N/m, b = {e.damping:.6g} N*s/m, mu = {e.friction:.6g} ({e.reason})')
 
 

@@ -116,7 +116,7 @@ def test_streaming_equals_batch_and_bad_input_is_counted(m2):
     whole = OfflineMultiPointEstimator(_params())
     whole.pipeline.push_wrench_columns(*cols['wrench'])
     whole.pipeline.push_pose_columns(*cols['odom'])
-    ref = whole.pipeline.step()
+    ref = whole.pipeline.step(flush=True)
     # in uneven chunks, wrench ahead of the pose, with NaN, zero-stamp and out-of-order samples interleaved
     node = OfflineMultiPointEstimator(_params())
     pl = node.pipeline
@@ -139,6 +139,47 @@ def test_streaming_equals_batch_and_bad_input_is_counted(m2):
     assert st['wrench.nonfinite'] == 7 and st['wrench.zero_stamp'] == 7 and st['pose.out_of_order'] >= 6
 
 
+def test_estimate_at_a_data_stamp_does_not_depend_on_the_tick_split(m2):
+    """Issue 15 (live == run-bag at the same data stamps): two different splits of the same streams into
+    updates (as two timers would make them) publish at block-boundary stamps, and every stamp both published
+    carries the same estimate; the updates end on the data-time blocks of 1 / publish_rate."""
+    tr = m2.trajectory
+    stamps = 10**9 + np.round(tr.t * 1e9).astype(np.int64)
+    cols = _columns(tr, stamps)
+    block = int(1e9 / _params()['publish_rate'])
+
+    def run(seed):
+        pl = OfflineMultiPointEstimator(_params()).pipeline
+        rng, iw, ip, out = np.random.default_rng(seed), 0, 0, {}
+        while iw < len(stamps) or ip < len(stamps):
+            nw, np_ = int(rng.integers(1, 160)), int(rng.integers(1, 160))
+            pl.push_wrench_columns(*(c[iw:iw + nw] for c in cols['wrench']))
+            pl.push_pose_columns(*(c[ip:ip + np_] for c in cols['odom']))
+            iw, ip = iw + nw, ip + np_
+            e = pl.step()
+            if e is not None:
+                out[pl.newest_ns] = (e.values.copy(), e.covariance.copy(), e.samples_used, e.valid, e.reason)
+        e = pl.step()                                   # no new sample: the last block is flushed
+        out[pl.newest_ns] = (e.values.copy(), e.covariance.copy(), e.samples_used, e.valid, e.reason)
+        return out
+
+    a, b = run(1), run(2)
+    common = sorted(set(a) & set(b))
+    blocks = len(np.unique(stamps[stamps >= min(a)] // block))
+    assert len(common) >= 0.6 * blocks, (len(common), blocks)
+    for st in common:
+        va, ca, na, oka, ra = a[st]
+        vb, cb, nb, okb, rb = b[st]
+        assert na == nb and oka == okb and ra == rb, st
+        np.testing.assert_allclose(va, vb, rtol=1e-9)
+        scale = np.sqrt(np.outer(np.diag(ca), np.diag(ca)))         # round-off relative to the variances
+        np.testing.assert_allclose(ca / scale, cb / scale, rtol=0, atol=1e-6)
+    # every stamp but the flushed last is the last wrench sample before a block boundary
+    for st in sorted(a)[:-1]:
+        nxt = stamps[np.searchsorted(stamps, st, side='right')]
+        assert nxt // block > st // block, st
+
+
 def test_pose_source_differences_the_twist(m2):
     tr = m2.trajectory
     stamps = 10**9 + np.round(tr.t * 1e9).astype(np.int64)
@@ -146,7 +187,7 @@ def test_pose_source_differences_the_twist(m2):
     node = OfflineMultiPointEstimator(_params(pose_source='pose'))
     node.pipeline.push_wrench_columns(*cols['wrench'])
     node.pipeline.push_pose_columns(*cols['odom'][:3])
-    e = node.pipeline.step()
+    e = node.pipeline.step(flush=True)
     # δ̇ from central differences at 1 kHz of a bouncing drop: k still close, b and μ biased but finite
     assert abs(e.stiffness - TRUE[0]) / TRUE[0] < 0.05, e.values
     assert np.all(np.isfinite(e.values)) and np.all(np.isfinite(e.covariance))
@@ -161,12 +202,12 @@ def test_time_jump_back_resets(m2):
     pl = OfflineMultiPointEstimator(_params(time_jump_threshold=0.1)).pipeline
     pl.push_wrench_columns(*cols['wrench'])
     pl.push_pose_columns(*cols['odom'])
-    first = pl.step()
+    first = pl.step(flush=True)
     pl.push_wrench_columns(*(c[-20:-10] for c in cols['wrench']))      # 10-20 ms back: out of order
     assert pl.status()['resets'] == 0 and pl.status()['wrench.out_of_order'] == 10
     pl.push_wrench_columns(*cols['wrench'])                             # 0.4 s back: the loop
     pl.push_pose_columns(*cols['odom'])
-    again = pl.step()
+    again = pl.step(flush=True)
     assert pl.status()['resets'] == 1
     np.testing.assert_allclose(again.values, first.values, rtol=1e-12)
     assert again.samples_used == first.samples_used

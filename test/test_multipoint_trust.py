@@ -70,7 +70,7 @@ def test_pose_source_covers_the_truth_or_is_refused(drop, pose_div, noise):
     pl = MultiPointPipeline(_params(), cal.geometry())
     pl.push_wrench_columns(*w)
     pl.push_pose_columns(*p)
-    est = pl.step()
+    est = pl.step(flush=True)
     _check_covers_or_refused(est)
     # the conditioning terms are there and stated: a bandwidth term always (differentiated twist), an
     # interpolation term when the poses are slower than the wrench
@@ -90,7 +90,7 @@ def test_the_old_chain_was_over_confident(drop):
     pl = MultiPointPipeline(_params(), cal.geometry())
     pl.push_wrench_columns(*w)
     pl.push_pose_columns(*p)
-    est = pl.step()
+    est = pl.step(flush=True)
     old = global_fit(pl._rows_A_in.reshape(-1, 3), pl._rows_y_in.reshape(-1), sandwich=False)
     z_old = (old.values - TRUTH) / old.std()
     assert old.valid and abs(z_old[1]) > 3.0, z_old
@@ -107,7 +107,7 @@ def test_twist_from_poses_is_batch_invariant_across_a_hole(drop):
     one = MultiPointPipeline(_params(), cal.geometry())
     one.push_wrench_columns(*w)
     one.push_pose_columns(*p)
-    e1 = one.step()
+    e1 = one.step(flush=True)
     chunked = MultiPointPipeline(_params(), cal.geometry())
     rng = np.random.default_rng(7)
     iw = ip = 0
@@ -164,7 +164,7 @@ def test_half_rate_poses_through_a_bag_and_run_bag(drop, tmp_path):
     pl = MultiPointPipeline(_params(), cal.geometry())
     pl.push_wrench_columns(*w)
     pl.push_pose_columns(*p)
-    est = pl.step()
+    est = pl.step(flush=True)
     assert last['samples_used'] == est.samples_used
     np.testing.assert_allclose([last['stiffness'], last['damping'], last['friction']], est.values, rtol=1e-9)
     np.testing.assert_allclose(last['covariance'], est.covariance.ravel(), rtol=1e-6)

@@ -69,6 +69,8 @@ class NodeInputs:
     calls ``init_inputs()`` in its constructor."""
 
     def init_inputs(self) -> None:
+        #: messages the active node's inputs have received (all inputs): the sim-time drain waits for it to rest
+        self.inputs_received = 0
         self._drops_seen: dict[str, dict[str, int]] = {}
         self._overload_logged = 0.0
         self._refused: dict[int, Counter] = {}             # per input (id of its meter): structural drops
@@ -85,6 +87,7 @@ class NodeInputs:
 
         def callback(msg) -> None:
             if self.active:
+                self.inputs_received += 1
                 stats.tick()
                 problem = check(msg) if check is not None else None
                 if problem is not None:

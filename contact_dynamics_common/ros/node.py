@@ -253,6 +253,28 @@ class EstimatorNode(NodeInputs, LifecycleNode):
 
     #: True during the drain's update (under use_sim_time, /clock stopped): the input has ended
     draining = False
+    #: wall seconds without a new sample (and two ticks) before ``input_ended`` says so on the wall clock
+    IDLE_END_S = 0.5
+
+    def input_ended(self, fresh: int) -> bool:
+        """Whether this update may finish what waits for more data (a pipeline's incomplete last data-time
+        block), given ``fresh`` = the samples that arrived since the previous update.
+
+        Under use_sim_time: only in the drain's update (a played bag's /clock stopped; a sim-time timer can fire
+        twice in a row before the data callbacks of a loaded node run). On the wall clock: after two updates
+        and IDLE_END_S seconds without a sample. Finishing a block while samples still wait in DDS would put an
+        extra block boundary into the stream, so the rule errs on the late side.
+        """
+        wall = time.monotonic()
+        if not hasattr(self, '_idle'):
+            self._idle = [0, wall]                      # consecutive updates without a sample, time of the last one
+        if fresh:
+            self._idle = [0, wall]
+        else:
+            self._idle[0] += 1
+        if self.get_parameter('use_sim_time').value:
+            return self.draining
+        return self._idle[0] >= 2 and wall - self._idle[1] >= self.IDLE_END_S
 
     def _drain_if_clock_stopped(self) -> None:
         """Under use_sim_time: one update when /clock has stood still for SIM_TIME_DRAIN_S wall seconds.
@@ -260,13 +282,17 @@ class EstimatorNode(NodeInputs, LifecycleNode):
         A played bag ends with its /clock: the sim-time timer never fires again, so the samples that arrived
         after its last tick would stay in the buffers. run-bag ticks once past the bag's end and processes
         them; this wall-clock (steady) check gives the live node the same last update. It runs once per
-        stop (not again until /clock moves), so a paused player costs one update on what has arrived.
+        stop, when neither /clock nor any input has moved for SIM_TIME_DRAIN_S (not again until one of them
+        moves: a sample that arrives after the drain, late on a loaded machine, gets a drain of its own), so
+        a paused player costs one update on what has arrived.
         """
         d = self._drain
         now_ns = self.get_clock().now().nanoseconds
+        received = getattr(self, 'inputs_received', 0)
         wall = time.monotonic()
-        if now_ns != d['sim_ns']:
-            d['sim_ns'], d['since'] = now_ns, wall
+        if now_ns != d['sim_ns'] or received != d.get('received', 0):
+            d['sim_ns'], d['received'], d['since'] = now_ns, received, wall
+            d['drained_ns'] = -1
             return
         if now_ns <= 0 or d['drained_ns'] == now_ns or wall - d['since'] < SIM_TIME_DRAIN_S:
             return

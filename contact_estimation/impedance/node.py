@@ -31,11 +31,6 @@ from .messages import publication
 from .pipeline import ImpedancePipeline
 
 
-#: wall seconds without a new sample (and two ticks) before the node fits the incomplete last block (not
-#: under use_sim_time: there the drain does it)
-FLUSH_IDLE_S = 0.5
-
-
 class ImpedanceProfilerNode(EstimatorNode):
     def __init__(self, **kwargs):
         super().__init__(NODE_NAME, PARAMS, **kwargs)
@@ -44,9 +39,6 @@ class ImpedanceProfilerNode(EstimatorNode):
         self.pub = None
         self.latest = None
         self._sample_us: deque = deque(maxlen=200)     # update cost per sample used (us), last 200 updates
-        self._idle_ticks = 0                           # consecutive updates without a new sample
-        self._fresh_wall = time.monotonic()            # steady time of the last update with new samples
-        self._sim_time = bool(self.get_parameter('use_sim_time').value)
 
     def configure(self) -> None:
         p = self.params
@@ -85,19 +77,8 @@ class ImpedanceProfilerNode(EstimatorNode):
         t0 = time.perf_counter()
         pl = self.pipeline
         fresh = len(pl.joint_buffer) + len(pl.wrench_buffer) + len(pl.imu_buffer)
-        wall = time.monotonic()
-        if fresh:
-            self._fresh_wall, self._idle_ticks = wall, 0
-        else:
-            self._idle_ticks += 1
-        # the incomplete last data-time block is fitted only when the input has ended (a flush while samples
-        # still wait in DDS would put an extra block boundary into the stream): under use_sim_time by the
-        # drain (a played bag's /clock stopped; a sim-time timer can fire twice in a row before the data
-        # callbacks of a loaded node run); on the wall clock after two ticks and FLUSH_IDLE_S without a sample
-        if self._sim_time:
-            flush = self.draining
-        else:
-            flush = self._idle_ticks >= 2 and wall - self._fresh_wall >= FLUSH_IDLE_S
+        # the incomplete last data-time block is fitted only when the input has ended (EstimatorNode.input_ended)
+        flush = self.input_ended(fresh)
         n = pl.step(flush=flush)
         if n:
             self._sample_us.append((time.perf_counter() - t0) * 1e6 / n)

@@ -204,7 +204,7 @@ def draw(rng: np.random.Generator, *, motion: str, mismatch: bool = False, pose_
         pl.push_pose_columns(stamps(ip), x, q, vb, wb)
     else:
         pl.push_pose_columns(stamps(ip), x, q)
-    node.tick(int(stamps(iw)[-1]))
+    pl.step(flush=True)                          # the whole record: its last data-time block too
     est = pl.estimate
     LAST_DRAW.clear()
     LAST_DRAW.update(law=law_name, source=source, pose_div=pose_div, jitter=jitter, hole=hole, noise_wrench=noise_w,

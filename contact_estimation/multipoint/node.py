@@ -8,7 +8,8 @@ Geometry    geometry_file (a relative name beside the params file that set it, t
 Publishes   ~/estimate (contact_dynamics/MultiPointContactEstimate: k, b, mu with covariance, verdict, contact
             count and contact points), /diagnostics (diagnostic_msgs/DiagnosticArray).
 Services    ~/reset (std_srvs/Trigger), the lifecycle services (managed node; autostart by default).
-Callbacks only queue samples in the pipeline; gating, pairing, kinematics and estimation run on a timer.
+Callbacks only queue samples in the pipeline; gating, pairing, kinematics and estimation run on a timer, in
+data-time blocks of 1 / publish_rate (the estimate at a data stamp is run-bag's at that stamp).
 """
 from __future__ import annotations
 
@@ -69,7 +70,8 @@ class MultiPointEstimatorNode(EstimatorNode):
         self.pipeline.push_pose(r[0], r[1:4], r[4:8])
 
     def update(self) -> None:
-        self.pipeline.step()
+        # the incomplete last data-time block is paired only when the input has ended (pipeline docstring)
+        self.pipeline.step(flush=self.input_ended(self.pipeline.take_fresh()))
         for _, fields in publications(self.pipeline, self.params):
             self.pub.publish(fill(EstimateMsg(), fields))
 

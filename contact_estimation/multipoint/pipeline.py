@@ -21,6 +21,14 @@ Processing (a sample's result does not depend on how the stream was batched):
    two twists do not resolve (> 30° apart, or slip speed < 2 x their difference) is counted as
    ``slip_direction_unresolved`` and its instant is left out of the fit (``DROP_UNRESOLVED_SLIP``: its friction
    force is in the wrench, but the model cannot place it);
+   The pairing runs in *data-time blocks* (issue 15: the estimate at a data stamp does not depend on how a
+   timer's ticks split the streams): the wrench samples of [B_(k-1), B_k), B_k the multiples of ``block_ns`` =
+   1 / publish_rate in epoch nanoseconds, are paired once the wrench stream has reached B_k and the poses with
+   known twists have too; so an update ends on the last sample before a block boundary, live and in run-bag
+   alike. The incomplete last block is paired by a *flush*: ``step(flush=True)``, or on its own when a step
+   finds no new sample (run-bag: the tick after the bag's end); the live node flushes only when its input has
+   ended (``EstimatorNode.input_ended``: the sim-time drain, or two ticks and 0.5 s on the wall clock without a
+   sample);
 5. every update solves the global bounded least squares over the window from its running sufficient
    statistics AᵀA, Aᵀy, yᵀy (``estimator.global_fit_gram``; recomputed from the kept rows when the window drops
    old ones), then its honest covariance (``estimator.honest_covariance``): the HAC sandwich of the residuals
@@ -97,6 +105,8 @@ class MultiPointPipeline:
                                      significance=params['significance'])
         self.rows_per_instant = 6 if params['formulation'] == 'force_moment' else 3
         self.half_window = int(params['pose_derivative_half_window'])
+        self.block_ns = max(int(round(1e9 / params['publish_rate'])), 1)     # data-time block (module docstring)
+        self._fresh = 0                              # samples received since the last step (queued or pushed)
         self.wrench_gate = StampGate(params['time_jump_threshold'])
         self.pose_gate = StampGate(params['time_jump_threshold'])
         self.counts = {'wrench_unpaired': 0, 'resets': 0, 'instants': 0, 'instants_in_contact': 0,
@@ -151,12 +161,14 @@ class MultiPointPipeline:
         self.latest: Latest | None = None
         self.estimate: MultiPointEstimate | None = None
         self.newest_ns = 0
+        self._w_newest = 0                           # newest wrench stamp accepted (the blocks' completeness)
         self.wrench_gate.reset()
         self.pose_gate.reset()
 
     # ------------------------------------------------------------------ inputs
     def push_wrench_columns(self, stamps, force, torque) -> None:
         stamps = np.asarray(stamps, np.int64)
+        self._fresh += len(stamps)
         F, M = np.asarray(force, float).reshape(-1, 3), np.asarray(torque, float).reshape(-1, 3)
         finite = np.all(np.isfinite(F), axis=1) & np.all(np.isfinite(M), axis=1)
         for seg in self.wrench_gate.filter(stamps, finite):
@@ -164,6 +176,8 @@ class MultiPointPipeline:
             if seg.reset_before:
                 self._time_jump('wrench', int(stamps[i[0]]) if len(i) else None)
             self._w_t = np.r_[self._w_t, stamps[i]]
+            if len(i):
+                self._w_newest = max(self._w_newest, int(stamps[i[-1]]))
             self._w_F = np.r_[self._w_F, F[i]]
             self._w_M = np.r_[self._w_M, M[i]]
 
@@ -174,6 +188,7 @@ class MultiPointPipeline:
     def push_pose_columns(self, stamps, position, orientation, linear=None, angular=None) -> None:
         """Poses (pose frame) and, for Odometry, the twist in the child (payload) frame."""
         stamps = np.asarray(stamps, np.int64)
+        self._fresh += len(stamps)
         x = np.asarray(position, float).reshape(-1, 3)
         q = np.asarray(orientation, float).reshape(-1, 4)
         qn = np.linalg.norm(q, axis=1)
@@ -339,13 +354,20 @@ class MultiPointPipeline:
     def _clear(self, stream: str) -> None:
         if stream == 'wrench':
             self._w_t, self._w_F, self._w_M = self._w_t[:0], self._w_F[:0], self._w_M[:0]
+            self._w_newest = 0
         else:
             for name in _POSE_COLS:
                 setattr(self, name, getattr(self, name)[:0])
 
     # ------------------------------------------------------------------ processing
-    def _pair(self) -> None:
-        """Pair pending wrench samples with interpolated poses; compute their rows (and the alternatives)."""
+    def take_fresh(self) -> int:
+        """The samples received (queued or pushed) since the previous call; counting restarts."""
+        n, self._fresh = self._fresh + len(self._queue), -len(self._queue)
+        return n
+
+    def _pair(self, flush: bool) -> None:
+        """Pair pending wrench samples with interpolated poses; compute their rows (and the alternatives): the
+        complete data-time blocks, and with ``flush`` every sample the known poses cover (module docstring)."""
         if not len(self._w_t) or not len(self._p_t):
             return
         known = np.nonzero(self._p_known)[0]
@@ -353,7 +375,10 @@ class MultiPointPipeline:
             return
         last_known = known[-1]
         t_known = self._p_t[last_known]
-        ready = self._w_t <= t_known
+        if flush:
+            ready = self._w_t <= t_known
+        else:
+            ready = self._w_t < min(self._w_newest, int(t_known)) // self.block_ns * self.block_ns
         if not ready.any():
             return
         wt = self._w_t[ready]
@@ -378,6 +403,8 @@ class MultiPointPipeline:
         if len(unknown):
             cut = min(cut, int(unknown[0]) - 2 * (self.half_window + 1) - 1)
         cut = min(cut, len(self._p_t) - 6)                # 4th differences; the hole test's five steps
+        if len(self._w_t):                                # the poses around the waiting wrench samples
+            cut = min(cut, int(np.searchsorted(self._p_t, self._w_t[0], side='right')) - 2)
         if cut > 0:
             for name in _POSE_COLS:
                 setattr(self, name, getattr(self, name)[cut:])
@@ -492,10 +519,14 @@ class MultiPointPipeline:
         G, g, yy, rows = gram(A.reshape(-1, 3), y.reshape(-1))
         self._stats = [self._stats[0] + G, self._stats[1] + g, self._stats[2] + yy, self._stats[3] + rows]
 
-    def step(self) -> MultiPointEstimate | None:
-        """Process what has arrived and re-estimate; None until an instant with contact was paired."""
+    def step(self, flush: bool | None = None) -> MultiPointEstimate | None:
+        """Process what has arrived and re-estimate; None until an instant with contact was paired. ``flush``:
+        also pair the incomplete last data-time block; None (default): flush when no sample arrived since the
+        previous step (the input has stopped)."""
+        if flush is None:
+            flush = self.take_fresh() == 0
         self._flush()
-        self._pair()
+        self._pair(flush)
         if not len(self._rows_t):
             return self.estimate
         A, y = self._rows_A.reshape(-1, 3), self._rows_y.reshape(-1)
