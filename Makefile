@@ -10,6 +10,8 @@ export ROS_DOMAIN_ID ?= $(shell echo $$(( $$$$ % 100 + 1 )))
 export ROS_LOG_DIR ?= $(CURDIR)/out/ros_log
 export FASTDDS_DEFAULT_PROFILES_FILE ?= $(CURDIR)/tools/fastdds_fast_discovery.xml
 PYTEST_ARGS ?=
+# the suite's worker processes (pytest-xdist, whole files per worker); 0 runs it in this process
+PYTEST_WORKERS ?= 2
 
 .PHONY: env demo test test-fast bench lock config clean
 
@@ -20,7 +22,7 @@ demo: env
 	$(PY) -m contact_dynamics_common.cli demo --workdir out/demo
 
 test: env
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 test-fast: env  ## everything but the tests that start ROS nodes
 	$(PY) -m pytest -q -m "not ros" $(PYTEST_ARGS)

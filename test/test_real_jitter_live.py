@@ -98,6 +98,9 @@ def test_live_impedance_node_on_a_jittered_recording_equals_run_bag(tmp_path, ro
         assert listener.wait_for(lambda: received() >= n_messages, timeout=15.0), \
             f'{received()} of {n_messages} messages arrived\n{out}'
         assert listener.wait_for(lambda: bool(final()), timeout=15.0), 'no profile covering every sample'
+        # the 1 Hz diagnostics may predate the last update: wait for the one that counts every message gated
+        listener.wait_for(lambda: int(listener.diag('impedance_profiler: input joint_states')
+                                      .get('accepted', -1)) >= n_messages, timeout=5.0)
         inputs = listener.diag('impedance_profiler: input joint_states')
     finally:
         if player.poll() is None:

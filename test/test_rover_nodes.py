@@ -306,19 +306,23 @@ def test_live_equals_run_bag_with_contact_wheels(tmp_path):
     assert 'Traceback' not in out, out
     matched = 0
     for m in live:
+        # every live output against the truth: the hypothesis's wheel, its T_c, and at the data stamp t the last
+        # hypothesis (stamp t_h, distance d_h) less what was driven since
+        assert list(m.contact_wheels) == ['front_left']
+        assert m.t_c == pytest.approx(truth['t_c'], rel=1e-9)
+        t = (m.header.stamp.sec * 10**9 + m.header.stamp.nanosec - truth_t0) * 1e-9
+        assert m.time_to_contact == pytest.approx(max(start - speed * t, 0.0) / speed, rel=1e-9, abs=1e-9), t
+        # and equal to run-bag where both published at the same data stamp (the live node's ticks fall on other
+        # odometry samples when the machine is loaded, so not every live stamp has a run-bag twin)
         f = offline.get((m.header.stamp.sec, m.header.stamp.nanosec))
         if f is None:
             continue
         matched += 1
-        assert list(m.contact_wheels) == ['front_left']
         for key in ('t_c', 't_c_free', 't_c_rigid', 't_total', 'time_to_contact'):
             assert getattr(m, key) == pytest.approx(f[key], rel=1e-12), key
-        # the truth at the data stamp t: the last hypothesis (stamp t_h, distance d_h) less what was driven since
-        t = (m.header.stamp.sec * 10**9 + m.header.stamp.nanosec - truth_t0) * 1e-9
-        assert m.time_to_contact == pytest.approx(max(start - speed * t, 0.0) / speed, rel=1e-9, abs=1e-9), t
         assert list(m.m_eff) == pytest.approx(f['m_eff'], rel=1e-12) and list(m.v_c) == pytest.approx(f['v_c'], rel=1e-12)
     print(f'{len(live)} live outputs, {matched} at the data stamps of run-bag outputs')
-    assert matched >= 0.8 * len(live) and matched > 40
+    assert len(live) > 50 and matched >= 20
 
 
 def test_ordering_counts_and_overrun_over_dds(rover):
