@@ -469,7 +469,13 @@ class PkmPipeline:
         (with friction estimated B / (B - p_eff), p_eff = tr(H_ee Lam^-1): the scores at a fit of up to 20
         parameters lose that many degrees of freedom; 8 parameters: the correction was measured 4 % and is
         not applied);
-        bias = S P0_u S^T, S = Lam^-1 H_eu: what holding the other parameters at an uncertain prior does;
+        bias = S P0_u S^T, S = Lam^-1 H_eu: what holding the other parameters at an uncertain prior does,
+        plus the filter's path term b b^T, b = theta_e - theta_ls with theta_ls = (P0^-1 + H_ee)^-1 (P0^-1
+        theta0 + c_e - H_ef theta_f) the unconstrained information-form solution whose scatter the sandwich
+        measures: the filter projects its estimate onto the bounds (>= 0) at every sample, and with a
+        parameter whose truth lies at the bound (a friction coefficient ~0) the correlated parameters wind
+        up with the projections (up to 2.5-7 sigma in the seed-0 friction_own_law draws); ~0 when nothing
+        was clipped and the process noise is 0 (the filter then is recursive least squares);
         conditioning = d d^T, d the move of the information-form estimate between the two parallel-filter
         bandwidths (and, with a measured velocity, to L_dot from the positions): derivative and
         errors-in-variables bias that no residual shows; eiv = the first-order attenuation bias
@@ -510,9 +516,16 @@ class PkmPipeline:
             if len(u):                           # the held parameters are uncertain by their prior
                 Sx = lam_inv @ A[np.ix_(e, u)]
                 clamp = Sx @ np.diag(self.P0[u]) @ Sx.T
+            ls = self._information_solution(self.moments, e, u)
+            # the published value is the filter's, the sandwich is the scatter of the unconstrained
+            # information-form solution ls: what the filter's bound projection (lower bound 0: a friction
+            # coefficient whose truth is ~0 is clipped at every sample and the correlated parameters wind up
+            # with it) or its process noise moved it away from ls is a bias no residual shows
+            path = np.outer(theta[e] - ls, theta[e] - ls)
+            clamp = path if clamp is None else clamp + path
             cond = None
             if self.pfilter_alt is not None and self.moments_alt.samples > 0:
-                d = self._information_solution(self.moments, e, u) - self._information_solution(self.moments_alt, e, u)
+                d = ls - self._information_solution(self.moments_alt, e, u)
                 cond = np.outer(d, d)
             eiv_b = None
             if self.pfilter is not None:         # in-band noise left in each column, white-equivalent (a bound)
