@@ -81,7 +81,7 @@ def test_launch_file_live_equals_run_bag(launch_file, namespace, workdir):
     cases = [CASES[n] for n in names]
     bag = simulate(cases[0], workdir / f'bag_{cases[0].simulate[0]}')
     args = ['use_sim_time:=true']
-    offline_out, types, ignore, chunked, data_count = {}, {}, (), False, ''
+    offline_out, types, ignore, data_count = {}, {}, (), ''
     for name, case in zip(names, cases):
         config = ROOT / 'config' / case.config
         if namespace:                      # the documented params_file argument, a copy elsewhere
@@ -93,7 +93,6 @@ def test_launch_file_live_equals_run_bag(launch_file, namespace, workdir):
         offline_out.update(out)
         types.update(ty)
         ignore += case.ignore
-        chunked |= case.chunked
         data_count = data_count or case.data_count
     if launch_file != 'rover_contact.launch.py':
         args += list(cases[0].launch_args)
@@ -108,7 +107,7 @@ def test_launch_file_live_equals_run_bag(launch_file, namespace, workdir):
     for topic in offline_out:
         assert live[topic], f'{topic}: nothing published\n{run.log[-4000:]}'
     lost = []
-    n, diffs = matched(live, offline_out, ignore, chunked, data_count, lost)
+    n, diffs = matched(live, offline_out, ignore, data_count, lost)
     print(f'{launch_file} namespace={namespace!r}: {sum(len(v) for v in live.values())} live messages, '
           f'{n} at run-bag data stamps, {len(diffs)} differences, {len(lost)} on other data (samples lost)')
     assert not diffs, '\n'.join(diffs[:10])
@@ -159,6 +158,6 @@ def test_played_bag_ends_with_run_bags_last_estimate(name, workdir):
     assert drained, run.log[-3000:]
     assert stamp == last_off_stamp
     lost = []
-    n, diffs = matched({main_topic: [last]}, {main_topic: off[main_topic]}, case.ignore, case.chunked,
+    n, diffs = matched({main_topic: [last]}, {main_topic: off[main_topic]}, case.ignore,
                        case.data_count, lost)
     assert n == 1 and not diffs, (diffs, f'{len(lost)} on other data (samples lost)')
