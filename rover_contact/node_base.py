@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 from collections import deque
 
+import numpy as np
+
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
@@ -18,6 +20,10 @@ from .inputs import QUIET_DROPS, model_from_urdf
 from .ros_io import push_joint_state_msg, push_obstacle_msg, push_odometry_msg
 
 LEVELS = {'ok': OK, 'warn': WARN, 'error': ERROR}
+
+
+def _stamp_ns(msg) -> int:
+    return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
 
 
 class LogLimiter:
@@ -91,7 +97,9 @@ class RoverNode(EstimatorNode):
         self.description_state = "waiting for robot_description (using the role map's URDF)"
         # InputStats: the messages lost before the callback are counted too (publication sequence numbers)
         self.rates = {'joint_states': InputStats(), 'odometry': InputStats(), 'obstacle': InputStats()}
-        self._pending: list = []                 # (push function, message) in arrival order
+        self._pending: list = []                 # (push function, message, wall arrival) in arrival order
+        self._arrived: dict = {}                 # per state stream: wall time of its newest arrival
+        self._cadence: dict = {}                 # per state stream: its last stamps (median period)
         self._queue_seen: dict[str, int] = {}    # per input: dropped.queue at the previous report
         self.timing = UpdateTiming(1.0 / self.params['publish_rate'])
         self.log_limited = LogLimiter()
@@ -100,11 +108,11 @@ class RoverNode(EstimatorNode):
         p = self.params
         d = p['input_queue_size']
         self.add_input(JointState, p['joint_states_topic'], self.rates['joint_states'],
-                       lambda msg: self._pending.append((self._push_joint_state, msg)), d)
+                       lambda msg: self._pending.append((self._push_joint_state, msg, time.monotonic())), d)
         self.add_input(Odometry, p['odom_topic'], self.rates['odometry'],
-                       lambda msg: self._pending.append((self._push_odometry, msg)), d)
+                       lambda msg: self._pending.append((self._push_odometry, msg, time.monotonic())), d)
         self.add_input(ObstacleHypothesis, p['obstacle_topic'], self.rates['obstacle'],
-                       lambda msg: self._pending.append((self._push_obstacle, msg)), 10)
+                       lambda msg: self._pending.append((self._push_obstacle, msg, time.monotonic())), 10)
         if p['robot_description_topic']:
             self.create_subscription(String, p['robot_description_topic'], self._on_description,
                                      latched_qos())
@@ -117,15 +125,66 @@ class RoverNode(EstimatorNode):
     def work(self) -> None:
         raise NotImplementedError
 
+    #: wall seconds at most a JointState / Odometry sample is held back for the other stream (and the silence
+    #: after which a stream holds nothing back)
+    ALIGN_HOLD_S = 0.25
+    #: a sample of one state stream is held while the other's next sample is due by its cadence: stamped at or
+    #: after the other's newest stamp + ALIGN_DUE x its median period
+    ALIGN_DUE = 0.75
+
     def drain_inputs(self) -> None:
         """Validate and push the queued input messages into ``pipeline.inputs`` in arrival order; a dropped
-        sample is logged (WARN, rate-limited per cause, with sizes, never the payload)."""
+        sample is logged (WARN, rate-limited per cause, with sizes, never the payload).
+
+        The two state streams are aligned in data time. A JointState or Odometry stamped at or after the time
+        the other stream's next sample is due (its newest stamp, delivered or queued, + ALIGN_DUE x its median
+        period) is held back, queued in order, until that sample arrives: an output never joins this stream's
+        newer state with the other's older one only because the other's sample was still on the way (run-bag,
+        which pushes by bag time, has both; live under load once published v_c 0.066 instead of 0.070 at the
+        same data stamp). Streams stamped in the same cycle (a small offset) or at other rates are not held
+        beyond the other's cadence. A stream silent for ALIGN_HOLD_S wall seconds holds nothing back; a sample
+        held for ALIGN_HOLD_S, or when the input has ended (a played bag's last update), is released."""
         pending, self._pending = self._pending, []
-        for push, msg in pending:
+        wall = time.monotonic()
+        due = {} if self.draining else self._next_due(pending, wall)
+        held, holding = [], set()
+        for item in pending:
+            push, msg, arrived = item
+            if push in due and (push in holding or _stamp_ns(msg) >= due[push]) \
+                    and wall - arrived < self.ALIGN_HOLD_S:
+                held.append(item)
+                holding.add(push)
+                continue
             if not push(msg):
                 inp = self.pipeline.inputs
                 if inp.last_cause not in QUIET_DROPS:
                     self.log_limited(self.get_logger(), 'warning', inp.last_cause, inp.last_error)
+        if held:
+            self._pending[:0] = held            # before what arrived meanwhile: arrival order kept
+
+    def _next_due(self, pending: list, wall: float) -> dict:
+        """Per state stream (its push function): the stamp (ns) from which its samples wait for the other
+        stream's next sample; a stream is absent when the other is silent or its cadence is not known yet."""
+        inp = self.pipeline.inputs
+        joint, odom = self._push_joint_state, self._push_odometry
+        newest = {joint: inp.joint_stamp, odom: inp.odom_stamp}
+        for push, msg, arrived in pending:
+            if push in newest:
+                t = _stamp_ns(msg)
+                newest[push] = t if newest[push] is None else max(newest[push], t)
+                self._arrived[push] = max(arrived, self._arrived.get(push, arrived))
+                stamps = self._cadence.setdefault(push, deque(maxlen=16))
+                if not stamps or t > stamps[-1]:        # a held sample comes round again: counted once
+                    stamps.append(t)
+        due = {}
+        for mine, other in ((joint, odom), (odom, joint)):
+            stamps = self._cadence.get(other)
+            if newest[other] is None or stamps is None or len(stamps) < 3 \
+                    or wall - self._arrived.get(other, -1e300) >= self.ALIGN_HOLD_S:
+                continue
+            period = float(np.median(np.diff(np.asarray(stamps, dtype=np.int64))))
+            due[mine] = newest[other] + int(self.ALIGN_DUE * period)
+        return due
 
     def log_status_error(self, cause: str, text: str) -> None:
         """An evaluation error (no output this tick): ERROR, rate-limited per cause."""

@@ -176,6 +176,10 @@ class LiveRun:
     returncode: int | None
 
 
+#: extra wall seconds of stable subscriber counts before a bag topic nobody subscribes is left out
+MISSING_GRACE_S = 8.0
+
+
 def run_live(cmd: list[str], bag: Path, topics: dict[str, str], env: dict, *, start_timeout: float = 60.0,
              settle: float = 2.0, tail: float = 4.0, rate: float = 1.0) -> LiveRun:
     """Start ``cmd``, wait until it subscribes to every input of the bag, play the bag (with /clock) and
@@ -214,14 +218,20 @@ def run_live(cmd: list[str], bag: Path, topics: dict[str, str], env: dict, *, st
             if any(node.count_subscribers(t) > 0 for t in inputs):
                 break
             time.sleep(0.2)
-        subscribed, stable_since = [], time.monotonic()
-        while time.monotonic() < deadline and proc.poll() is None:   # until no new input is subscribed for `settle`
-            now = [t for t in inputs if node.count_subscribers(t) > 0]
-            if now != subscribed:
-                subscribed, stable_since = now, time.monotonic()
-            elif time.monotonic() - stable_since >= settle:
+        # until the subscriber counts have not changed for `settle` with every input subscribed, or for
+        # `settle` + MISSING_GRACE_S with some input unsubscribed (a bag topic the configuration does not read).
+        # A launch file of several nodes: the first node's subscriptions alone must not start the player (the
+        # rover launch once played before impact_indicator subscribed its obstacle topic; its first output then
+        # had no hypothesis where run-bag had one)
+        counts, stable_since = None, time.monotonic()
+        while time.monotonic() < deadline and proc.poll() is None:
+            now = tuple(node.count_subscribers(t) for t in inputs)
+            if now != counts:
+                counts, stable_since = now, time.monotonic()
+            elif time.monotonic() - stable_since >= settle + (0.0 if all(now) else MISSING_GRACE_S):
                 break
             time.sleep(0.1)
+        subscribed = [t for t, c in zip(inputs, counts or ()) if c > 0]
         if proc.poll() is None:
             if subscribed:
                 play(bag, rate=rate, wait_for_subscribers=20.0, progress=False, topics=subscribed)
