@@ -107,6 +107,8 @@ class ParameterUKF:
             raise ValueError('at least one parameter must be active')
         self.active = a
         self._set_weights()
+        self._fast = (self.B == 1 and self.all_active and self.hx is linear_hx and self.process == 'fixed'
+                      and not self._q_nonzero)
 
     def reset(self, theta0=None, P0=None) -> None:
         if theta0 is not None:
@@ -116,12 +118,19 @@ class ParameterUKF:
             self.P0 = np.broadcast_to(np.diag(P0) if P0.ndim == 1 else P0, (self.B, self.n, self.n)).copy()
         self.theta = self.theta0.copy()
         self.P = self.P0.copy()
+        self._S = None                      # [P | theta] of the fast path (theta and P are views of it)
+        self._upper_finite = bool(np.isfinite(self.upper).any())
+        self._lower_zero = bool(np.all(self.lower == 0.0))
+        n = self.n                          # flat indices in S of the diagonal of P and of theta
+        self._diag_and_theta = np.concatenate((np.arange(n) * (n + 2), np.arange(n) * (n + 1) + n))
         if self.Q0.ndim == 1 or self.process == 'robbins_monro':
             q = self.Q0 if self.Q0.ndim == 1 else np.diagonal(self.Q0)
             self.Qd = np.broadcast_to(q, (self.B, self.n)).copy()
         else:
             self.Qd = None
         self._q_nonzero = self.process == 'robbins_monro' or bool(np.any(self.Q0))
+        self._fast = (self.B == 1 and self.all_active and self.hx is linear_hx and self.process == 'fixed'
+                      and not self._q_nonzero)
         self.nis = np.full(self.B, np.nan)
         self.innovation = np.full((self.B, self.R.shape[0]), np.nan)
         self.counts = {'updates': 0, 'rejected_nonfinite': 0, 'rejected_numerical': 0, 'repairs': 0, 'clipped': 0}
@@ -182,9 +191,59 @@ class ParameterUKF:
 
         ``R``: this sample's measurement covariance (m, m) in place of R^e (e.g. the errors-in-variables
         covariance of :mod:`pkm_identification.eiv`); it must be symmetric positive definite."""
+        if self._fast:
+            return self._update_linear(z, x, R)
         if self.B == 1 and self.process != 'robbins_monro':
             return self._update_one(z, x, R)
         return self._update_batch(z, x, R)
+
+    def _update_linear(self, z, x, R=None) -> np.ndarray:
+        """``_update_one`` for the common case (one filter, linear hx, every parameter active, no process noise)
+        in fewer numpy calls; the same update up to the order of the sums (issue 19: <= 23 us at n = 8).
+
+        With S = [P | w] (n x (n+1)) one product gives G = Y S = [P_wd^T | Y w]; its last column becomes
+        Y w - z = -nu; one LAPACK dposv solves P_dd M = G with P_dd = P_wd^T Y^T + R^e; then
+        G^T M = [[P_wd M], [-nu^T M]] gives S - P_wd M = [P - K P_dd K^T | w + K nu] (K = P_wd P_dd^-1) and, in its
+        last row, nu^T P_dd^-1 nu.
+        Anything unusual (a non-finite input, P not SPD, a failed solve, a non-finite or non-positive result,
+        a violated bound) goes the general way, ``_update_one``, which counts and repairs it."""
+        z = np.asarray(z, dtype=float).ravel()
+        if x.ndim != 2:
+            return self._update_one(z, x, R)
+        S = self._S
+        n = self.n
+        if S is None or self.P.base is not S or self.theta.base is not S:   # P or theta replaced from outside
+            S = np.empty((n, n + 1))
+            S[:, :n] = self.P[0]
+            S[:, n] = self.theta[0]
+        if _dpotrf(S[:, :n], lower=0, clean=0)[1] != 0:
+            return self._update_one(z, x, R)
+        G = x @ S
+        G[:, n] -= z
+        Pdd = G[:, :n] @ x.T
+        Pdd += self.R if R is None else R
+        _, M, info = _dposv(Pdd, G)
+        if info != 0:
+            return self._update_one(z, x, R)
+        Q = G.T @ M                         # rows :n = P_wd M, Q[n, n] = nu^T P_dd^-1 nu (the NIS)
+        Sn = S - Q[:n]
+        Pn = Sn[:, :n]
+        Pn += Pn.T
+        Pn *= 0.5
+        ta = Sn[:, n]
+        # a non-finite z or Y ends here too (non-finite Sn): the general path rejects and counts it
+        if not math.isfinite(Sn.sum()) or (
+                Sn.take(self._diag_and_theta).min() <= 0.0 if self._lower_zero       # P_jj > 0 and w_j > 0 at once
+                else Pn.diagonal().min() <= 0.0 or (ta < self.lower).any()) \
+                or (self._upper_finite and (ta > self.upper).any()):
+            return self._update_one(z, x, R)      # (w_j == 0 exactly, on its bound, goes there too: same result)
+        self._S = Sn
+        self.theta = Sn[None, :, n]
+        self.P = Sn[None, :, :n]
+        self.nis = Q[n, n:]
+        self.innovation = -G[None, :, n]
+        self.counts['updates'] += 1
+        return _TRUE
 
     def _update_one(self, z, x, R=None) -> np.ndarray:
         """The same recursion as ``_update_batch`` for a single filter with 2-D arrays (fewer numpy calls)."""
