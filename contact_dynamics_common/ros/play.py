@@ -21,6 +21,8 @@ from ..messages.convert import ns_to_sec_nanosec
 DEFAULT_DEPTH = 100
 SETTLE_S = 0.5      # after matching: FastDDS can match the writer before the reader has matched it
 ACK_TIMEOUT_S = 1.0  # at the end, wait this long in total at most for reliable readers to acknowledge
+#: wall seconds the publishers stay after the last message for best-effort readers to take it
+BEST_EFFORT_LINGER_S = 0.5
 
 
 def message_class(type_name: str) -> type:
@@ -172,9 +174,14 @@ def _publish(reader: BagReader, selected: list[str], publishers: dict[str, Any],
         if bar is not None:
             bar.close()
     wall_s = time.perf_counter() - wall_start
-    linger_until = time.monotonic() + ACK_TIMEOUT_S  # let reliable readers acknowledge the last messages
+    ended = time.monotonic()
+    linger_until = ended + ACK_TIMEOUT_S  # let reliable readers acknowledge the last messages
     for pub in [p for p in (clock_pub, *publishers.values()) if p is not None]:
         pub.wait_for_all_acked(Duration(nanoseconds=max(0, int((linger_until - time.monotonic()) * 1e9))))
+    # best-effort readers (sensor-data QoS, as the nodes subscribe) acknowledge nothing: a publisher destroyed
+    # right after its last message can take that message with it before a busy reader has taken it (seen under
+    # load: a played bag's very last odometry sample never reached the node, its final estimate one sample short)
+    _sleep_until(time.perf_counter() + max(0.0, ended + BEST_EFFORT_LINGER_S - time.monotonic()))
     return {'messages': sent, 'published': sum(sent.values()), 'clock_ticks': clock_ticks, 'loops': loops,
             'bag_s': played_ns / 1e9, 'wall_s': wall_s,
             'achieved_rate': played_ns / 1e9 / wall_s if wall_s > 0 else 0.0,

@@ -232,6 +232,30 @@ def _kernel_rows(t: np.ndarray, width_s: float, half: int, orders: tuple[int, ..
     return out
 
 
+#: the last few kernel-row sets: (n, width, half, stamps bytes) -> {order: rows}. The trust checks filter several
+#: signals of one window with one kernel (x and F at two bandwidths, the regressor noise, the band split of the
+#: regressors and of their noise): the rows are built once per window and kernel, bit for bit the same numbers
+_ROWS_CACHE: list = []
+_ROWS_CACHE_SIZE = 3
+
+
+def _cached_rows(t: np.ndarray, width_s: float, half: int, orders: tuple[int, ...]) -> dict:
+    """``_kernel_rows`` through a small exact cache (the key holds the stamps' bytes: no hash collisions);
+    each order's rows do not depend on which other orders are built, so a cached set serves any subset."""
+    key = (len(t), float(width_s), int(half), np.ascontiguousarray(t, dtype=np.float64).tobytes())
+    for i, (k, rows) in enumerate(_ROWS_CACHE):
+        if k == key:
+            missing = tuple(o for o in orders if o not in rows)
+            if missing:
+                rows.update(_kernel_rows(t, width_s, half, missing))
+            _ROWS_CACHE.append(_ROWS_CACHE.pop(i))          # most recently used last
+            return rows
+    rows = _kernel_rows(t, width_s, half, orders)
+    _ROWS_CACHE.append((key, rows))
+    del _ROWS_CACHE[:-_ROWS_CACHE_SIZE]
+    return rows
+
+
 def _apply(t: np.ndarray, cols: list[np.ndarray], width_s: float, half: int, orders: tuple[int, ...],
            gap_periods: float) -> list[list[np.ndarray]]:
     """Per column and order: the kernel output at every sample (NaN where the window is incomplete or
@@ -241,7 +265,7 @@ def _apply(t: np.ndarray, cols: list[np.ndarray], width_s: float, half: int, ord
     for a, b in hole_segments(t, gap_periods):
         if b - a < 2 * half + 1:
             continue
-        rows = _kernel_rows(t[a:b], width_s, half, orders)
+        rows = _cached_rows(t[a:b], width_s, half, orders)
         for c, col in enumerate(cols):
             win = sliding_window_view(np.asarray(col[a:b], dtype=np.float64), 2 * half + 1)
             for k, o in enumerate(orders):
