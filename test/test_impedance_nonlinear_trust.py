@@ -17,6 +17,8 @@ detent plant's bins clear of the detent and the stop are valid with m <= 3 %, b 
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
@@ -56,7 +58,18 @@ def reference(t):
 
 @pytest.fixture(scope='module', params=sorted(SPRINGS))
 def plant(request):
-    spring, edges, fc = SPRINGS[request.param]
+    return _simulate(request.param)
+
+
+@pytest.fixture(scope='module')
+def detent_plant():
+    return _simulate('detent_stop')
+
+
+@lru_cache(maxsize=None)
+def _simulate(kind: str) -> dict:
+    """The slider on the ``kind`` spring under the position controller (simulated once per kind)."""
+    spring, edges, fc = SPRINGS[kind]
     t = np.arange(0.0, T, 1.0 / FS)
     tf = np.arange(0.0, T + 0.01, 1e-4)
     xr = reference(tf)
@@ -86,7 +99,7 @@ def plant(request):
             sel = use & (seg == j) & ((v > 0) if d == 0 else (v < 0))
             if sel.sum() > 10:
                 k[d, j] = np.polyfit(x[sel], spring(x[sel]), 1)[0]
-    return {'kind': request.param, 't': t, 'x_meas': np.round(x / Q) * Q,
+    return {'kind': kind, 't': t, 'x_meas': np.round(x / Q) * Q,
             'F_meas': u + rng.normal(0.0, 0.005 * float(np.std(u)), len(t)), 'edges': edges, 'k': k, 'fc': fc,
             'damping_rms': B * float(np.std(v[t > 2.0]))}
 
@@ -141,9 +154,8 @@ def test_sub_hz_multisine_accepted_and_every_valid_bin_covers_the_truth(plant):
               f"refused: {refused}; valid but m or k not identified (sigma > |value| / 2): {weak}")
 
 
-def test_hard_stop_is_flagged_and_the_clear_bins_are_accurate(plant):
-    if plant['kind'] != 'detent_stop':
-        pytest.skip('detent_stop plant only')
+def test_hard_stop_is_flagged_and_the_clear_bins_are_accurate(detent_plant):
+    plant = detent_plant
     profiles, _ = _profiles(plant)
     for label, p in profiles.items():
         assert not p.valid[:, STOP_SEG].any(), (label, p.reason)
