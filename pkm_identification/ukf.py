@@ -95,6 +95,12 @@ class ParameterUKF:
         self._zero_row = np.zeros((1, L))
         self._wc_col = self.Wc[:, None]
 
+    def _fast_path_applies(self) -> bool:
+        """``_update_linear`` serves this filter: one filter, the linear hx, every parameter active, no process
+        noise."""
+        return (self.B == 1 and self.all_active and self.hx is linear_hx and self.process == 'fixed'
+                and not self._q_nonzero)
+
     def set_active(self, active) -> None:
         """Update only the parameters where ``active`` is true (staged estimation); the others stay put."""
         a = np.asarray(active)
@@ -107,8 +113,7 @@ class ParameterUKF:
             raise ValueError('at least one parameter must be active')
         self.active = a
         self._set_weights()
-        self._fast = (self.B == 1 and self.all_active and self.hx is linear_hx and self.process == 'fixed'
-                      and not self._q_nonzero)
+        self._fast = self._fast_path_applies()
 
     def reset(self, theta0=None, P0=None) -> None:
         if theta0 is not None:
@@ -129,8 +134,7 @@ class ParameterUKF:
         else:
             self.Qd = None
         self._q_nonzero = self.process == 'robbins_monro' or bool(np.any(self.Q0))
-        self._fast = (self.B == 1 and self.all_active and self.hx is linear_hx and self.process == 'fixed'
-                      and not self._q_nonzero)
+        self._fast = self._fast_path_applies()
         self.nis = np.full(self.B, np.nan)
         self.innovation = np.full((self.B, self.R.shape[0]), np.nan)
         self.counts = {'updates': 0, 'rejected_nonfinite': 0, 'rejected_numerical': 0, 'repairs': 0, 'clipped': 0}

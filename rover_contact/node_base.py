@@ -14,16 +14,13 @@ from std_msgs.msg import String
 
 from contact_dynamics.msg import ObstacleHypothesis
 from contact_dynamics_common.node import ERROR, OK, WARN, EstimatorNode, InputStats, latched_qos, status
+from contact_dynamics_common.msgconv import stamp_to_ns
 from contact_dynamics_common.params import ConfigError
 
 from .inputs import QUIET_DROPS, model_from_urdf
 from .ros_io import push_joint_state_msg, push_obstacle_msg, push_odometry_msg
 
 LEVELS = {'ok': OK, 'warn': WARN, 'error': ERROR}
-
-
-def _stamp_ns(msg) -> int:
-    return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
 
 
 class LogLimiter:
@@ -150,7 +147,7 @@ class RoverNode(EstimatorNode):
         held, holding = [], set()
         for item in pending:
             push, msg, arrived = item
-            if push in due and (push in holding or _stamp_ns(msg) >= due[push]) \
+            if push in due and (push in holding or stamp_to_ns(msg.header.stamp) >= due[push]) \
                     and wall - arrived < self.ALIGN_HOLD_S:
                 held.append(item)
                 holding.add(push)
@@ -170,7 +167,7 @@ class RoverNode(EstimatorNode):
         newest = {joint: inp.joint_stamp, odom: inp.odom_stamp}
         for push, msg, arrived in pending:
             if push in newest:
-                t = _stamp_ns(msg)
+                t = stamp_to_ns(msg.header.stamp)
                 newest[push] = t if newest[push] is None else max(newest[push], t)
                 self._arrived[push] = max(arrived, self._arrived.get(push, arrived))
                 stamps = self._cadence.setdefault(push, deque(maxlen=16))
