@@ -28,7 +28,7 @@ setup(
                                     'pkm_identification*', 'rover_contact*']),
     python_requires='>=3.10',
     install_requires=['numpy', 'scipy', 'PyYAML', 'mcap', 'mcap-ros2-support', 'matplotlib', 'tqdm', 'rosbags',
-                      'dask', 'distributed', 'pin', 'transforms3d', 'python-fcl', 'trimesh'],
+                      'dask', 'distributed', 'pin', 'transforms3d', 'python-fcl', 'trimesh', 'threadpoolctl'],
     extras_require={'test': ['pytest', 'hypothesis']},
     zip_safe=True,
     maintainer='contact_dynamics maintainers',

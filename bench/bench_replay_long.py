@@ -8,7 +8,7 @@ replayed in a fresh subprocess (RLS + sliding-window GLS, config/contact_estimat
 writing every estimate to an output bag, exactly as ``contact-dynamics run-bag BAG --config ... --out ...``;
 the child reports its wall time split into read/decode, estimation and writing (``ReplayResult.timing``),
 its CPU time (on a shared machine, bag seconds per CPU second is the steadier figure) and its peak RSS
-(getrusage ru_maxrss). An MCAP bag is read by a background thread while the estimators run: ``read s`` is
+(VmHWM of /proc/self/status; ru_maxrss would include the parent's peak). An MCAP bag is read by a background thread while the estimators run: ``read s`` is
 the time the replay waited for it, ``reader s`` the reader thread's own (overlapped) time, which the peer
 ratios use. Then, on the longest bag, ``rosbags`` (rosbag2 Reader +
 typestore deserialize_cdr) and ``mcap_ros2`` (read_ros2_messages) decode the same two topics message by
@@ -57,6 +57,8 @@ def child(bag: str, publish_rate: float, chunk_s: float) -> None:
     from contact_dynamics_common.bag import BagReader, BagWriter
     from contact_dynamics_common.cli import RUN_BAG_KEPT, load_offline_nodes
     from contact_dynamics_common.offline.replay import replay
+    from contact_dynamics_common.threads import limit_blas_threads
+    limit_blas_threads()            # as contact-dynamics run-bag does
 
     with tempfile.TemporaryDirectory(prefix='bench_replay_') as tmp:
         cfg = yaml.safe_load((ROOT / 'config' / 'contact_estimator.yaml').read_text())
@@ -79,9 +81,22 @@ def child(bag: str, publish_rate: float, chunk_s: float) -> None:
         print(json.dumps({'wall': wall, 'cpu': cpu, 'timing': timing, 'bag_s': result.bag_duration_s,
                           'messages': result.input_messages, 'outputs': sum(result.counts.values()),
                           'chunks': result.chunks, 'read_busy': result.read_busy_s,
-                          'rss_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                          'rss_mb': peak_rss_mb(),
                           'rss_start_mb': rss_start / 1024,
                           'gls': [last['stiffness'], last['damping'], last['valid']]}))
+
+
+def peak_rss_mb() -> float:
+    """This process's own peak resident set (MB): VmHWM of /proc/self/status, which starts afresh at exec.
+    (getrusage's ru_maxrss is kept across fork + exec on Linux: a child started by a parent that simulated a
+    1 h bag reported the parent's 489 MB as its own.)"""
+    try:
+        for line in Path('/proc/self/status').read_text().splitlines():
+            if line.startswith('VmHWM:'):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def peer_rosbags(bag: Path, limit_s: float) -> tuple[int, float]:

@@ -11,7 +11,8 @@ graph has no circle):
 - ``messages``: message definitions, CDR encoders, numpy columns of messages;
 - ``signal``: signal conditioning (derivatives, filters, stamp gate, ring buffers);
 - ``trust``: trust checks every estimator's verdict uses, and the randomized calibration runner;
-- ``registry`` (the plug-ins of the capability packages) and ``paths`` (where ``config/`` is).
+- ``registry`` (the plug-ins of the capability packages), ``paths`` (where ``config/`` is) and ``threads`` (one
+  BLAS thread per process: the nodes and the command line call it at start).
 
 It imports no capability package. Modules that moved into a sub-package keep their old import path for one
 release: ``contact_dynamics_common.<old>`` is the same module object as its new home (``_MOVED`` below), and

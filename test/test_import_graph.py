@@ -197,7 +197,7 @@ def test_common_imports_no_capability_package():
 
 #: the shared home's sub-packages and top-level modules, top-down as its ``__init__.py`` and doc/layout.md
 #: list them: each may import only those after it
-COMMON_LAYERS = ('cli', 'offline', 'ros', 'bag', 'messages', 'signal', 'trust', 'registry', 'paths')
+COMMON_LAYERS = ('cli', 'offline', 'ros', 'bag', 'messages', 'signal', 'trust', 'registry', 'paths', 'threads')
 
 
 def test_shared_home_arrows_point_down():

@@ -169,6 +169,66 @@ def test_monitor_convergence_ring_equals_stacked_history(drift):
     assert len(reasons) >= 2                              # passes and failures both compared
 
 
+@pytest.mark.parametrize('tracking_drift', [0.0, 60.0])
+def test_review_many_equals_review_one_by_one(tracking_drift):
+    """The batched review (run-bag and the live node review the reports between two observations at once) gives
+    the very same published estimates as ``review`` of each: values, covariance bits, verdict, extras."""
+    rng = np.random.default_rng(5)
+    n = 2000
+    t = np.arange(n) * 1e-3
+    x = 2e-3 + 1e-3 * np.sin(2 * np.pi * 3 * t) + 3e-4 * np.sin(2 * np.pi * 7 * t)
+    xd = np.gradient(x, t) + rng.normal(0, 1e-4, n)
+    force = 4800 * x + 200 * xd + rng.normal(0, 0.2, n)
+    window = ContactSamples.make(t, force, x, xd)
+
+    def est(i):
+        k = 4800.0 + tracking_drift * i + rng.normal(0, 3.0)
+        return ContactEstimate(algorithm='rls', model='kelvin_voigt', names=('stiffness', 'damping'),
+                               values=np.array([k, 200.0 + rng.normal(0, 0.5)]),
+                               covariance=np.array([[rng.uniform(0.5, 30), 0.01], [0.01, rng.uniform(0.01, 2)]]),
+                               valid=True, identifiable=(True, True), samples_used=200 * (i + 1))
+
+    monitor = assess.TrustMonitor(_Rls(), length=30, min_reports=3, every=2, adequacy_every=4)
+    assert assess.tracking(monitor.estimator)
+    compared = inflated = 0
+    for i in range(40):
+        monitor.observe(est(i), lambda: window)
+        batch = [est(i) for _ in range(5)]
+        one = [monitor.review(e) for e in batch]
+        many = monitor.review_many(batch)
+        for a, b in zip(one, many):
+            assert a.covariance.tobytes() == b.covariance.tobytes()
+            assert (a.valid, a.reason, a.identifiable, repr(a.extras)) == (b.valid, b.reason, b.identifiable,
+                                                                         repr(b.extras))
+            compared += 1
+            inflated += not np.array_equal(a.covariance, batch[0].covariance)
+    assert compared == 200 and inflated > 0            # the honest sigma and the tracking spread both acted
+
+
+def test_uniform_kernel_path_equals_the_real_stamp_rows():
+    """Windows with uniform stamps are filtered by correlation with one row of weights; the result equals the
+    per-centre rows on the real stamps (to round-off), and a jittered stretch in the record still gets its own."""
+    from contact_dynamics_common.signal import conditioning as cond
+    rng = np.random.default_rng(2)
+    t = 100.0 + np.arange(3000) * 1e-3
+    t[1500:1600] += rng.uniform(-2e-4, 2e-4, 100)            # a jittered stretch
+    y = np.sin(2 * np.pi * 4 * t) + 0.01 * rng.standard_normal(len(t))
+    width = 0.01
+    half = cond.kernel_half(width, 1e-3)
+    fast = cond.filtered_derivatives(t, y, width, orders=(0, 1, 2))
+    rows = cond._kernel_rows(t, width, half, (0, 1, 2))
+    win = np.lib.stride_tricks.sliding_window_view(y, 2 * half + 1)
+    for k, o in enumerate((0, 1, 2)):
+        exact = np.einsum('ij,ij->i', rows[o], win)
+        got = fast[k][half:len(t) - half]
+        scale = np.max(np.abs(exact))
+        assert np.max(np.abs(got - exact)) <= 1e-9 * scale
+    uniform_row = cond.uniform_kernel_weights(width, 1e-3, (1,), half)[1]
+    assert not np.allclose(rows[1][1500 - half], uniform_row, rtol=1e-3)   # the jittered windows differ ...
+    assert np.array_equal(fast[1][1500:1600],
+                          np.einsum('ij,ij->i', rows[1], win)[1500 - half:1600 - half])  # ... and keep their own
+
+
 def test_estimate_of_equals_the_dataclass_constructor():
     from dataclasses import fields
     kwargs = dict(algorithm='gls', model='kelvin_voigt', names=('stiffness', 'damping'),

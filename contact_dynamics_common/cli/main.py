@@ -213,6 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    from ..threads import limit_blas_threads
+    limit_blas_threads()
     parser = build_parser()
     commands = registry().commands
     if argv[:1] == ['play']:

@@ -401,6 +401,8 @@ def run(factory: Callable[[], Node], args: list[str] | None = None) -> int:
     SIGINT and SIGTERM (what launch sends) both end the spin loop; callbacks stop before the node goes.
     """
     global _PARAMS_FILES
+    from ..threads import limit_blas_threads
+    limit_blas_threads()
     stop = []
     _PARAMS_FILES = params_files_in_args(sys.argv if args is None else args)
     try:

@@ -256,20 +256,81 @@ def _cached_rows(t: np.ndarray, width_s: float, half: int, orders: tuple[int, ..
     return rows
 
 
+#: a window whose intervals all lie within this share of the period of each other is filtered with the uniform
+#: weights (one row for every centre, a correlation: FFT for long kernels); the weights then differ from the
+#: real-stamp ones by about this share (1 ns on a 1 kHz stream) - far below any noise. Other windows get their
+#: own weights on their real stamps.
+UNIFORM_TOL = 1e-6
+
+
+def _apply_segment(ts: np.ndarray, cols: list[np.ndarray], width_s: float, half: int, orders: tuple[int, ...],
+                   period_s: float, cached: bool) -> list[list[np.ndarray]]:
+    """Kernel outputs at the centres [half, len - half) of one hole-free piece, per column and order: uniform
+    windows (``UNIFORM_TOL``) by correlation with :func:`uniform_kernel_weights`, the others with their own
+    real-stamp rows (``_kernel_rows``)."""
+    from scipy.signal import correlate
+    m = half
+    n_c = len(ts) - 2 * m
+    off = np.abs(np.diff(ts) / period_s - 1.0) > UNIFORM_TOL
+    bad = np.concatenate(([0], np.cumsum(off)))
+    nonuni = (bad[2 * m:] - bad[:len(bad) - 2 * m]) > 0             # per window (centre m + i)
+    out = [[np.empty(n_c) for _ in orders] for _ in cols]
+    if not nonuni.all():
+        w = _uniform_rows(width_s, period_s, m, orders)
+        for c, col in enumerate(cols):
+            for k, o in enumerate(orders):
+                out[c][k][:] = correlate(col, w[o], mode='valid')
+    if nonuni.any():
+        if nonuni.all():
+            runs = [(0, n_c)]
+        else:
+            idx = np.flatnonzero(nonuni)
+            runs = [(int(r[0]), int(r[-1]) + 1) for r in np.split(idx, np.flatnonzero(np.diff(idx) > 1) + 1)]
+        for i0, i1 in runs:
+            sub = slice(i0, i1 + 2 * m)
+            rows = (_cached_rows if cached else _kernel_rows)(ts[sub], width_s, m, orders)
+            for c, col in enumerate(cols):
+                win = sliding_window_view(col[sub], 2 * m + 1)
+                for k, o in enumerate(orders):
+                    out[c][k][i0:i1] = np.einsum('ij,ij->i', rows[o], win)
+    return out
+
+
+_UNIFORM_CACHE: dict = {}
+
+
+def _uniform_rows(width_s: float, period_s: float, half: int, orders: tuple[int, ...]) -> dict:
+    """``uniform_kernel_weights`` through a small exact cache (the trust checks filter many windows with a few
+    kernels)."""
+    key = (float(width_s), float(period_s), int(half))
+    rows = _UNIFORM_CACHE.get(key)
+    if rows is None:
+        if len(_UNIFORM_CACHE) > 16:
+            _UNIFORM_CACHE.clear()
+        rows = _UNIFORM_CACHE[key] = {}
+    missing = tuple(o for o in orders if o not in rows)
+    if missing:
+        rows.update(uniform_kernel_weights(width_s, period_s, missing, half))
+    return rows
+
+
 def _apply(t: np.ndarray, cols: list[np.ndarray], width_s: float, half: int, orders: tuple[int, ...],
-           gap_periods: float) -> list[list[np.ndarray]]:
+           gap_periods: float, period_s: float | None = None, cached: bool = True) -> list[list[np.ndarray]]:
     """Per column and order: the kernel output at every sample (NaN where the window is incomplete or
-    spans a hole)."""
+    spans a hole). ``period_s``: the nominal period (default: the median interval)."""
     n = len(t)
     out = [[np.full(n, np.nan) for _ in orders] for _ in cols]
-    for a, b in hole_segments(t, gap_periods):
+    if n < 2:
+        return out
+    period = float(np.median(np.diff(t))) if period_s is None else float(period_s)
+    for a, b in hole_segments(t, gap_periods, period_s):
         if b - a < 2 * half + 1:
             continue
-        rows = _cached_rows(t[a:b], width_s, half, orders)
-        for c, col in enumerate(cols):
-            win = sliding_window_view(np.asarray(col[a:b], dtype=np.float64), 2 * half + 1)
-            for k, o in enumerate(orders):
-                out[c][k][a + half:b - half] = np.einsum('ij,ij->i', rows[o], win)
+        seg = _apply_segment(t[a:b], [np.asarray(col[a:b], dtype=np.float64) for col in cols], width_s, half,
+                             orders, period, cached)
+        for c in range(len(cols)):
+            for k in range(len(orders)):
+                out[c][k][a + half:b - half] = seg[c][k]
     return out
 
 
@@ -363,16 +424,7 @@ class CausalKernel:
 
 
 def _apply_fixed(t, x, width_s, half, gap_periods, period_s, orders=(0, 1, 2)):
-    n = len(t)
-    out = [np.full(n, np.nan) for _ in orders]
-    for a, b in hole_segments(t, gap_periods, period_s):
-        if b - a < 2 * half + 1:
-            continue
-        rows = _kernel_rows(t[a:b], width_s, half, orders)
-        win = sliding_window_view(x[a:b], 2 * half + 1)
-        for k, o in enumerate(orders):
-            out[k][a + half:b - half] = np.einsum('ij,ij->i', rows[o], win)
-    return out
+    return _apply(t, [x], width_s, half, tuple(orders), gap_periods, period_s, cached=False)[0]
 
 
 def local_polynomial_weights(t_windows: np.ndarray, order: int) -> np.ndarray:

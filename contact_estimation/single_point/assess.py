@@ -36,7 +36,7 @@ from contact_dynamics_common.signal import conditioning as cond
 from contact_dynamics_common.trust import covariance as hcov
 from contact_dynamics_common.trust import verdict as shared_verdict
 
-from .estimate import ContactEstimate, make_spd
+from .estimate import ContactEstimate, make_spd, make_spd_batch
 from .models import get_model
 from .samples import ContactSamples
 
@@ -487,6 +487,51 @@ class TrustMonitor:
         if spread is not None:
             cov = make_spd((est.covariance if cov is None else cov) + np.diag(spread))
         return published(with_checks(est, checks, cov) if checks or cov is not None else est)
+
+    def review_many(self, ests: list[ContactEstimate]) -> list[ContactEstimate]:
+        """``[review(e) for e in ests]`` for estimates with no ``observe`` between them (the monitor's state is
+        the same for all), with the per-parameter arithmetic done on the stack: the same numbers bit for bit
+        (elementwise products in the same order; ``make_spd_batch`` is ``make_spd`` per matrix). Estimates of
+        another shape, with a NIS, or before the first adequacy check take ``review`` one by one."""
+        if len(ests) < 2 or self._count < EARLY_ADEQUACY[0]:
+            return [self.review(e) for e in ests]
+        p = len(ests[0].names)
+        if any(e.samples_used <= 0 or 'nis' in e.extras or len(e.names) != p or np.shape(e.covariance) != (p, p)
+               or len(e.values) != p for e in ests):
+            return [self.review(e) for e in ests]
+        checks = [] if self._verdict is None or self._verdict.ok else [self._verdict]
+        checks += [c for c in self._adequacy if c.kind != 'nis']
+        if self._chain is not None:
+            checks.append(self._chain)
+        C = np.stack([np.asarray(e.covariance, dtype=np.float64) for e in ests])
+        cov = None
+        if self._factor is not None and len(self._factor) == p:
+            own = np.sqrt(np.maximum(np.diagonal(C, axis1=1, axis2=2), 1e-300))
+            f = np.maximum(1.0, np.minimum(self._factor, self._honest_sigma / own))
+            cov = make_spd_batch(C * (f[:, :, None] * f[:, None, :]))
+        base = C if cov is None else cov
+        changed = np.zeros(len(ests), dtype=bool) if cov is None else np.ones(len(ests), dtype=bool)
+        if tracking(self.estimator) and self._ring is not None and self._count >= self.min_reports \
+                and self._ring.shape[1] == 2 * p:
+            n = min(TRACK_OBSERVATIONS, self._count, self.length)
+            order = np.arange(self._count - n, self._count) % self.length
+            rows = self._ring[order[self._known[order]], :p]
+            if len(rows):
+                values = np.stack([np.asarray(e.values, dtype=np.float64) for e in ests])
+                d = np.max(np.abs(rows[None, :, :] - values[:, None, :]), axis=1)
+                extra = np.maximum(d * d - TRACK_Z ** 2 * np.maximum(np.diagonal(base, axis1=1, axis2=2), 0.0), 0.0)
+                grow = np.any(extra > 0, axis=1)
+                if grow.any():
+                    add = np.zeros((int(grow.sum()), p, p))
+                    add[:, np.arange(p), np.arange(p)] = extra[grow]          # np.diag per estimate
+                    base = base.copy()
+                    base[grow] = make_spd_batch(base[grow] + add)
+                    changed |= grow
+        out = []
+        for k, e in enumerate(ests):
+            c = base[k] if changed[k] else None
+            out.append(published(with_checks(e, checks, c) if checks or c is not None else e))
+        return out
 
     def _tracking_spread(self, est: ContactEstimate, cov: np.ndarray) -> np.ndarray | None:
         """Variance a tracking estimator's value needs as a statement about the contact over the adequacy

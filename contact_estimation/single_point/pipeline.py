@@ -604,14 +604,18 @@ class ContactPipeline:
                 continue
             reports = update_and_report(est, samples, counts)
             monitor = self.monitors[name]
-            b, reviewed = 0, []
+            b, reviewed, pending = 0, [], []
             for c in used.tolist() + [len(samples) + 1]:
                 while b < len(bounds) and bounds[b] <= c:
+                    # the reports before this observation are reviewed with the monitor's state before it
+                    reviewed += monitor.review_many(pending)
+                    pending = []
                     c_b = int(bounds[b])
                     monitor.observe(reports[index[c_b]], lambda c_b=c_b: window(c_b))
                     b += 1
                 if c <= len(samples):
-                    reviewed.append(monitor.review(reports[index[c]]))
+                    pending.append(reports[index[c]])
+            reviewed += monitor.review_many(pending)
             out.append(reviewed)
         self.recent.extend(samples)
         self._monitored += len(samples)
