@@ -117,11 +117,15 @@ def test_one_pose_equals_the_same_pose_in_a_batch():
     r = rng.uniform(0.0165, 0.0175, n)
     batch = detect(p0, p1, r, hole)                        # array rim search (more than a few pairs)
     for k in range(n):
-        one = detect(p0[k], p1[k], r[k], hole)             # Python-float rim search
+        # Python-float rim search, whatever form a controller passes one pose in
+        forms = [(p0[k], p1[k], r[k]), (p0[k].tolist(), tuple(p1[k].tolist()), float(r[k])),
+                 (p0[k][None], p1[k][None], np.array([r[k]]))]
         sel = batch.pair == k
-        np.testing.assert_array_equal(one.feature, batch.feature[sel])
-        for f in ('point', 'normal', 'depth', 's'):
-            np.testing.assert_array_equal(getattr(one, f), getattr(batch, f)[sel])
+        for a, b, rad in forms[:1] if k % 10 else forms:
+            one = detect(a, b, rad, hole)
+            np.testing.assert_array_equal(one.feature, batch.feature[sel])
+            for f in ('point', 'normal', 'depth', 's'):
+                np.testing.assert_array_equal(getattr(one, f), getattr(batch, f)[sel])
 
 
 def test_blocked_rim_search_equals_one_block(monkeypatch):

@@ -161,9 +161,13 @@ def _dot3(a, b) -> float:
 _OFFSETS_LISTS: dict = {}
 
 
+_PHI0_CS = [(ph, math.cos(ph), math.sin(ph)) for ph in _PHI0_LIST]     # the first level's samples, computed once
+
+
 def _rim_one(w0, A, r: float, levels: int) -> tuple[float, float, float]:
     """``_rim_search`` for one segment (w0, A 3-tuples) in plain Python floats: the same samples, the same
-    operations in the same order. Returns φ*, d*, s*."""
+    operations in the same order (the first level's cos / sin computed once, by the same math functions).
+    Returns φ*, d*, s*."""
     if levels not in _OFFSETS_LISTS:
         _OFFSETS_LISTS[levels] = [(step, off.tolist()) for step, off in _level_offsets(levels)]
     offs = _OFFSETS_LISTS[levels]
@@ -172,11 +176,10 @@ def _rim_one(w0, A, r: float, levels: int) -> tuple[float, float, float]:
     wx, wy = 2 * r * w0[0], 2 * r * w0[1]
     ax, ay = r * A[0], r * A[1]
     cos, sin = math.cos, math.sin
-    phis = _PHI0_LIST
+    samples = _PHI0_CS
     for lev in range(levels + 1):
         bd = None
-        for ph in phis:
-            c, sn = cos(ph), sin(ph)
+        for ph, c, sn in samples:
             D = wA + c * ax + sn * ay
             sv = D * inv
             sv = 0.0 if sv < 0.0 else (1.0 if sv > 1.0 else sv)
@@ -186,7 +189,7 @@ def _rim_one(w0, A, r: float, levels: int) -> tuple[float, float, float]:
         if lev < levels:
             step, off = offs[lev]
             b0 = bp - step
-            phis = [b0 + o for o in off]
+            samples = [(ph, cos(ph), sin(ph)) for ph in [b0 + o for o in off]]
     return bp, math.sqrt(bd if bd > 0.0 else 0.0), bs
 
 
@@ -214,6 +217,12 @@ def detect(peg_p0, peg_p1, peg_radius, hole: HoleGeometry, hole_rotation=None, h
     wall contact is not reported (it gave NaN before); likewise a rim contact whose point lies on the rim circle
     itself (distance 0, no normal). Raises ``ValueError`` (one line) for a peg radius that is
     not a positive finite length, endpoints of other shapes than (N, 3), or non-finite endpoints / poses."""
+    if hole_rotation is None and hole_position is None:
+        # one pose as a controller passes it (two 3-vectors, a scalar radius, the hole frame): straight to floats
+        e0, e1, rp1 = _triple(peg_p0), _triple(peg_p1), _scalar(peg_radius)
+        if e0 is not None and e1 is not None and rp1 is not None and rp1 > 0.0 and math.isfinite(rp1) \
+                and all(map(math.isfinite, e0 + e1)):
+            return _manifold_one(_detect_one(e0, e1, rp1, hole, levels), None, None, dedup_tol)
     P0w = np.atleast_2d(np.asarray(peg_p0, float))
     P1w = np.atleast_2d(np.asarray(peg_p1, float))
     N = len(P0w)
@@ -308,6 +317,31 @@ def detect(peg_p0, peg_p1, peg_radius, hole: HoleGeometry, hole_rotation=None, h
     return ContactManifold(pair[keep], feat[keep], C[keep], nrm[keep], dep[keep], s[keep])
 
 
+def _triple(v) -> list | None:
+    """Three Python floats from a 3-vector (list, tuple, (3,) or (1, 3) array of reals); None for anything else
+    (the array path then checks it and says what is wrong)."""
+    if type(v) in (list, tuple):
+        if len(v) == 1 and type(v[0]) in (list, tuple, np.ndarray):
+            return _triple(v[0])
+        if len(v) == 3 and all(type(x) in (float, int) for x in v):
+            return [float(x) for x in v]
+        return None
+    if type(v) is np.ndarray and v.size == 3 and v.shape in ((3,), (1, 3)) and v.dtype.kind in 'fiu':
+        return v.astype(float, copy=False).reshape(3).tolist()
+    return None
+
+
+def _scalar(v) -> float | None:
+    """A Python float from a real scalar (float, int, numpy scalar or 0-d / one-element array), else None."""
+    if type(v) in (float, int):
+        return float(v)
+    if isinstance(v, (np.floating, np.integer)):
+        return float(v)
+    if type(v) is np.ndarray and v.size == 1 and v.ndim <= 1 and v.dtype.kind in 'fiu':
+        return float(v.reshape(-1)[0])
+    return None
+
+
 def _detect_one(E0: list, E1: list, rp: float, hole: HoleGeometry, levels: int):
     """The contacts of one pair (endpoints in the hole frame) in plain Python floats: ``detect``'s cases with the
     same operations in the same order (norms summed as numpy sums three terms), so the same numbers without the
@@ -389,11 +423,9 @@ def _manifold_one(rows: list, Rh, ph, dedup_tol: float) -> ContactManifold:
         z = np.zeros((0, 3))
         return ContactManifold(np.zeros(0, int), np.zeros(0, int), z, z, np.zeros(0), np.zeros(0))
     pair = np.zeros(n, int)
-    feat = np.array([x[0] for x in rows])
-    s = np.array([x[1] for x in rows])
-    C = np.array([x[2] for x in rows])
-    nrm = np.array([x[3] for x in rows])
-    dep = np.array([x[4] for x in rows])
+    data = np.array([(f, s_, *C_, *n_, d_) for f, s_, C_, n_, d_ in rows])      # one array: (feature, s, C, n, δ)
+    feat = data[:, 0].astype(int)
+    s, C, nrm, dep = data[:, 1], data[:, 2:5], data[:, 5:8], data[:, 8]
     if Rh is not None:
         C = np.einsum('nij,nj->ni', Rh[pair], C) + ph[pair]
         nrm = np.einsum('nij,nj->ni', Rh[pair], nrm)
