@@ -520,10 +520,12 @@ def test_a_late_odometry_sample_is_waited_for_not_joined_with_newer_joints(rover
         assert out and out[-1].header.stamp.sec * 10 ** 9 + out[-1].header.stamp.nanosec == last, \
             (len(out), [(m.header.stamp.sec, m.header.stamp.nanosec, m.status) for m in out[-3:]])
         stamps = {m.header.stamp.sec * 10 ** 9 + m.header.stamp.nanosec for m in out}
-        # the odometry's cadence is known from its third sample on: outputs from that data stamp on are checked
+        # the odometry's cadence is known from its third sample (stamp 2) on, which is published just AFTER the
+        # joint state of stamp 3: an evaluation of stamp 3 between the two joins the newest odometry it has
+        # (seen in combined runs: stamp 3 with the odometry of stamps 1 and 2). Outputs from stamp 4 on are checked
         bad = [(s, m.t_total, truth[s]) for m in out
                for s in [m.header.stamp.sec * 10 ** 9 + m.header.stamp.nanosec]
-               if s >= t0_ns + 3 * period_ns and abs(m.t_total / truth[s] - 1) > 1e-9]
+               if s >= t0_ns + 4 * period_ns and abs(m.t_total / truth[s] - 1) > 1e-9]
         print(f'{len(out)} outputs at {len(stamps)} data stamps; {len(bad)} join two stamps')
         assert len(stamps) >= n // 2
         assert not bad, bad[:5]
