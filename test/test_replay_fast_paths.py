@@ -229,6 +229,20 @@ def test_uniform_kernel_path_equals_the_real_stamp_rows():
                           np.einsum('ij,ij->i', rows[1], win)[1500 - half:1600 - half])  # ... and keep their own
 
 
+def test_a_nan_reaches_only_the_kernel_windows_that_hold_it():
+    from contact_dynamics_common.signal import conditioning as cond
+    t = np.arange(4000) * 1e-3
+    y = np.sin(2 * np.pi * 3 * t)
+    y[2000] = np.nan
+    for width in (0.01, 0.1, 0.3):                    # up to +-1500 samples: wide enough for an FFT
+        half = cond.kernel_half(width, 1e-3)
+        f = cond.kernel_filter(t, y, width)
+        inner = np.zeros(len(t), bool)
+        inner[half:len(t) - half] = True
+        touched = np.abs(np.arange(len(t)) - 2000) <= half
+        assert np.isfinite(f[inner & ~touched]).all() and np.isnan(f[touched | ~inner]).all()
+
+
 def test_estimate_of_equals_the_dataclass_constructor():
     from dataclasses import fields
     kwargs = dict(algorithm='gls', model='kelvin_voigt', names=('stiffness', 'damping'),

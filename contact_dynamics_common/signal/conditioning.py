@@ -278,8 +278,10 @@ def _apply_segment(ts: np.ndarray, cols: list[np.ndarray], width_s: float, half:
     if not nonuni.all():
         w = _uniform_rows(width_s, period_s, m, orders)
         for c, col in enumerate(cols):
+            # a NaN must reach only the windows that hold it (an FFT would spread it over the whole piece)
+            method = 'auto' if np.isfinite(col).all() else 'direct'
             for k, o in enumerate(orders):
-                out[c][k][:] = correlate(col, w[o], mode='valid')
+                out[c][k][:] = correlate(col, w[o], mode='valid', method=method)
     if nonuni.any():
         if nonuni.all():
             runs = [(0, n_c)]
