@@ -65,7 +65,7 @@ def child(bag: str, publish_rate: float, chunk_s: float) -> None:
         cfg['contact_estimator']['ros__parameters']['publish_rate'] = publish_rate
         cfg_path = Path(tmp) / 'cfg.yaml'
         cfg_path.write_text(yaml.safe_dump(cfg))
-        rss_start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        rss_start = peak_rss_mb()          # after the imports
         t0, cpu0 = time.perf_counter(), time.process_time()
         reader = BagReader(bag)
         nodes = load_offline_nodes(cfg_path)
@@ -82,7 +82,7 @@ def child(bag: str, publish_rate: float, chunk_s: float) -> None:
                           'messages': result.input_messages, 'outputs': sum(result.counts.values()),
                           'chunks': result.chunks, 'read_busy': result.read_busy_s,
                           'rss_mb': peak_rss_mb(),
-                          'rss_start_mb': rss_start / 1024,
+                          'rss_start_mb': rss_start,
                           'gls': [last['stiffness'], last['damping'], last['valid']]}))
 
 

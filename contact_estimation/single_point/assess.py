@@ -453,108 +453,106 @@ class TrustMonitor:
                                  check=last.identifiable or None, **kwargs)
 
     def review(self, est: ContactEstimate) -> ContactEstimate:
-        if est.samples_used <= 0:
-            return est
-        if self._count < EARLY_ADEQUACY[0]:
-            # no adequacy check (honest sigma, model mismatch) has run yet: an estimate with only its own
-            # white-noise sigma is not published as valid
-            need = EARLY_ADEQUACY[0] * MONITOR_SAMPLES
-            return published(with_checks(est, [trust.Check(False, f'warming up: trust not assessed yet (the '
-                                                                  f'first check needs {need} in-contact samples)',
-                                                           'convergence')]))
-        checks = [] if self._verdict is None or self._verdict.ok else [self._verdict]
-        checks += [c for c in self._adequacy if c.kind != 'nis']
-        cov = None
-        f = None
-        if self._factor is not None and len(self._factor) == len(est.names):
-            # the honest sigma of the last adequacy check, carried to this estimate as its ratio to the own
-            # sigma but never beyond the honest sigma itself (an own sigma of an exact fit can move by decades)
-            own = np.sqrt(np.maximum(np.diagonal(est.covariance), 1e-300))
-            f = np.maximum(1.0, np.minimum(self._factor, self._honest_sigma / own))
-        if 'nis' in est.extras:
-            nis = _nis(est)
-            if nis.reason != 'ok':
-                checks.append(nis)
-                # the own covariance with the force noise the innovations show: one more estimate of the same
-                # noise variance as the honest one, so the larger of the two counts (not their product)
-                g = np.sqrt(max(nis.details['inflation'], 1.0))
-                f = np.full(len(est.names), g) if f is None else np.maximum(f, g)
-        if f is not None:
-            cov = make_spd(est.covariance * np.outer(f, f))     # a diagonal congruence
-        if self._chain is not None:
-            checks.append(self._chain)          # states the bandwidth in extras['trust']['signal_chain']
-        spread = self._tracking_spread(est, est.covariance if cov is None else cov)
-        if spread is not None:
-            cov = make_spd((est.covariance if cov is None else cov) + np.diag(spread))
-        return published(with_checks(est, checks, cov) if checks or cov is not None else est)
+        """The published form of one estimate (``review_many`` of one)."""
+        return self.review_many([est])[0]
 
     def review_many(self, ests: list[ContactEstimate]) -> list[ContactEstimate]:
-        """``[review(e) for e in ests]`` for estimates with no ``observe`` between them (the monitor's state is
-        the same for all), with the per-parameter arithmetic done on the stack: the same numbers bit for bit
-        (elementwise products in the same order; ``make_spd_batch`` is ``make_spd`` per matrix). Estimates of
-        another shape, with a NIS, or before the first adequacy check take ``review`` one by one."""
-        if len(ests) < 2 or self._count < EARLY_ADEQUACY[0]:
-            return [self.review(e) for e in ests]
-        p = len(ests[0].names)
-        if any(e.samples_used <= 0 or 'nis' in e.extras or len(e.names) != p or np.shape(e.covariance) != (p, p)
-               or len(e.values) != p for e in ests):
-            return [self.review(e) for e in ests]
-        checks = [] if self._verdict is None or self._verdict.ok else [self._verdict]
-        checks += [c for c in self._adequacy if c.kind != 'nis']
-        if self._chain is not None:
-            checks.append(self._chain)
+        """The published form of each estimate, all with the monitor's present state (no ``observe`` between
+        them: the pipeline reviews the reports between two observations at once). Each estimate's numbers are
+        its own (``_review_stack`` does the per-parameter arithmetic on the stack, elementwise; ``make_spd_batch``
+        is ``make_spd`` per matrix), so the result does not depend on how the estimates are grouped."""
+        out: list = [None] * len(ests)
+        groups: dict = {}
+        for k, e in enumerate(ests):
+            if e.samples_used <= 0:
+                out[k] = e
+            elif self._count < EARLY_ADEQUACY[0]:
+                # no adequacy check (honest sigma, model mismatch) has run yet: an estimate with only its own
+                # white-noise sigma is not published as valid
+                need = EARLY_ADEQUACY[0] * MONITOR_SAMPLES
+                out[k] = published(with_checks(e, [trust.Check(False, f'warming up: trust not assessed yet (the '
+                                                                      f'first check needs {need} in-contact '
+                                                                      'samples)', 'convergence')]))
+            else:
+                p = len(e.names)
+                ok = np.shape(e.covariance) == (p, p) and len(e.values) == p
+                groups.setdefault(p if ok else ('alone', k), []).append(k)
+        for idx in groups.values():
+            for k, r in zip(idx, self._review_stack([ests[k] for k in idx])):
+                out[k] = r
+        return out
+
+    def _review_stack(self, ests: list[ContactEstimate]) -> list[ContactEstimate]:
+        """``review_many`` of estimates with p parameters each:
+
+        * the honest sigma of the last adequacy check, carried to each estimate as its ratio to the own sigma
+          (``_factor``) but never beyond the honest sigma itself (an own sigma of an exact fit can move by
+          decades): a diagonal congruence C f f^T;
+        * a Kalman estimate whose mean NIS is above its band: the own covariance with the force noise the
+          innovations show - one more estimate of the same noise variance as the honest one, so the larger
+          factor counts (not their product);
+        * a tracking estimator's spread over the adequacy window (``_tracking_rows``);
+        * the checks held since the last evaluation, then the shared final rule (``published``)."""
+        p, K = len(ests[0].names), len(ests)
+        base_checks = [] if self._verdict is None or self._verdict.ok else [self._verdict]
+        base_checks += [c for c in self._adequacy if c.kind != 'nis']
         C = np.stack([np.asarray(e.covariance, dtype=np.float64) for e in ests])
-        cov = None
+        f = np.ones((K, p))
+        has_f = np.zeros(K, dtype=bool)
         if self._factor is not None and len(self._factor) == p:
             own = np.sqrt(np.maximum(np.diagonal(C, axis1=1, axis2=2), 1e-300))
             f = np.maximum(1.0, np.minimum(self._factor, self._honest_sigma / own))
-            cov = make_spd_batch(C * (f[:, :, None] * f[:, None, :]))
-        base = C if cov is None else cov
-        changed = np.zeros(len(ests), dtype=bool) if cov is None else np.ones(len(ests), dtype=bool)
-        if tracking(self.estimator) and self._ring is not None and self._count >= self.min_reports \
-                and self._ring.shape[1] == 2 * p:
-            n = min(TRACK_OBSERVATIONS, self._count, self.length)
-            order = np.arange(self._count - n, self._count) % self.length
-            rows = self._ring[order[self._known[order]], :p]
-            if len(rows):
-                values = np.stack([np.asarray(e.values, dtype=np.float64) for e in ests])
-                d = np.max(np.abs(rows[None, :, :] - values[:, None, :]), axis=1)
-                extra = np.maximum(d * d - TRACK_Z ** 2 * np.maximum(np.diagonal(base, axis1=1, axis2=2), 0.0), 0.0)
-                grow = np.any(extra > 0, axis=1)
-                if grow.any():
-                    add = np.zeros((int(grow.sum()), p, p))
-                    add[:, np.arange(p), np.arange(p)] = extra[grow]          # np.diag per estimate
-                    base = base.copy()
-                    base[grow] = make_spd_batch(base[grow] + add)
-                    changed |= grow
-        out = []
+            has_f[:] = True
+        checks = []
         for k, e in enumerate(ests):
-            c = base[k] if changed[k] else None
-            out.append(published(with_checks(e, checks, c) if checks or c is not None else e))
-        return out
+            ck = list(base_checks)
+            if 'nis' in e.extras:
+                nis = _nis(e)
+                if nis.reason != 'ok':
+                    ck.append(nis)
+                    g = np.sqrt(max(nis.details['inflation'], 1.0))
+                    f[k] = np.maximum(f[k], g) if has_f[k] else np.full(p, g)
+                    has_f[k] = True
+            if self._chain is not None:
+                ck.append(self._chain)          # states the bandwidth in extras['trust']['signal_chain']
+            checks.append(ck)
+        cov = C
+        changed = has_f.copy()
+        if has_f.any():
+            i = np.flatnonzero(has_f)
+            cov = C.copy()
+            cov[i] = make_spd_batch(C[i] * (f[i][:, :, None] * f[i][:, None, :]))
+        rows = self._tracking_rows(p)
+        if rows is not None:
+            values = np.stack([np.asarray(e.values, dtype=np.float64) for e in ests])
+            d = np.max(np.abs(rows[None, :, :] - values[:, None, :]), axis=1)
+            extra = np.maximum(d * d - TRACK_Z ** 2 * np.maximum(np.diagonal(cov, axis1=1, axis2=2), 0.0), 0.0)
+            grow = np.any(extra > 0, axis=1)
+            if grow.any():
+                add = np.zeros((int(grow.sum()), p, p))
+                add[:, np.arange(p), np.arange(p)] = extra[grow]
+                cov = cov.copy()
+                cov[grow] = make_spd_batch(cov[grow] + add)
+                changed |= grow
+        return [published(with_checks(e, ck, cov[k] if changed[k] else None) if ck or changed[k] else e)
+                for k, (e, ck) in enumerate(zip(ests, checks))]
 
-    def _tracking_spread(self, est: ContactEstimate, cov: np.ndarray) -> np.ndarray | None:
-        """Variance a tracking estimator's value needs as a statement about the contact over the adequacy
-        window: d_j = max |theta_j - theta_j(i)| over the last ``TRACK_OBSERVATIONS`` observed estimates;
-        max(d_j^2 - (TRACK_Z sigma_j)^2, 0): for a stationary estimate theta_j - theta_j(i) has variance <= 2
-        sigma_j^2 (independent when i is beyond its memory), so a move beyond 3 sigma_j (2.1 of its sd, <= 3.4 %
-        per observation) is drift - a drifting or hysteretic contact - and the parameter is that uncertain.
-        (2 sigma, used before, is 1.4 of the sd: a forgetting RLS's own noise was counted as drift in most
-        windows, its sigma up to 1.7x too large on stationary data.)
-        None when nothing is added."""
-        if not tracking(self.estimator) or self._ring is None or self._count < self.min_reports:
-            return None
-        p = len(est.values)
-        if self._ring.shape[1] != 2 * p:
+    def _tracking_rows(self, p: int) -> np.ndarray | None:
+        """The values of the last ``TRACK_OBSERVATIONS`` observed estimates of a tracking estimator (None for
+        another estimator, or before ``min_reports``). An estimate's variance as a statement about the contact
+        over the adequacy window gains max(d_j^2 - (TRACK_Z sigma_j)^2, 0), d_j = max |theta_j - theta_j(i)| over
+        these rows: for a stationary estimate theta_j - theta_j(i) has variance <= 2 sigma_j^2 (independent when
+        i is beyond its memory), so a move beyond 3 sigma_j (2.1 of its sd, <= 3.4 % per observation) is drift -
+        a drifting or hysteretic contact - and the parameter is that uncertain. (2 sigma, used before, is 1.4 of
+        the sd: a forgetting RLS's own noise was counted as drift in most windows, its sigma up to 1.7x too
+        large on stationary data.)"""
+        if not tracking(self.estimator) or self._ring is None or self._count < self.min_reports \
+                or self._ring.shape[1] != 2 * p:
             return None
         n = min(TRACK_OBSERVATIONS, self._count, self.length)
         order = np.arange(self._count - n, self._count) % self.length
         rows = self._ring[order[self._known[order]], :p]
-        if not len(rows):
-            return None
-        d = np.max(np.abs(rows - np.asarray(est.values, dtype=np.float64)), axis=0)
-        extra = np.maximum(d * d - TRACK_Z ** 2 * np.maximum(np.diagonal(cov), 0.0), 0.0)
-        return extra if np.any(extra > 0) else None
+        return rows if len(rows) else None
 
 
 def tracking(estimator) -> bool:
