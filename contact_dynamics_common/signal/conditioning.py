@@ -264,14 +264,15 @@ UNIFORM_TOL = 1e-6
 
 
 def _apply_segment(ts: np.ndarray, cols: list[np.ndarray], width_s: float, half: int, orders: tuple[int, ...],
-                   period_s: float, cached: bool) -> list[list[np.ndarray]]:
-    """Kernel outputs at the centres [half, len - half) of one hole-free piece, per column and order: uniform
-    windows (``UNIFORM_TOL``) by correlation with :func:`uniform_kernel_weights`, the others with their own
-    real-stamp rows (``_kernel_rows``)."""
+                   period_s: float, cached: bool, tol: float = UNIFORM_TOL) -> list[list[np.ndarray]]:
+    """Kernel outputs at the centres [half, len - half) of one hole-free piece, per column and order: windows whose
+    intervals lie within ``tol`` (relative) of ``period_s`` by correlation with :func:`uniform_kernel_weights`,
+    the others with their own real-stamp rows (``_kernel_rows``; through ``_cached_rows`` when ``cached``). The
+    choice is made per window, so the outputs do not depend on how a stream is cut into blocks."""
     from scipy.signal import correlate
     m = half
     n_c = len(ts) - 2 * m
-    off = np.abs(np.diff(ts) / period_s - 1.0) > UNIFORM_TOL
+    off = np.abs(np.diff(ts) / period_s - 1.0) > tol
     bad = np.concatenate(([0], np.cumsum(off)))
     nonuni = (bad[2 * m:] - bad[:len(bad) - 2 * m]) > 0             # per window (centre m + i)
     out = [[np.empty(n_c) for _ in orders] for _ in cols]
@@ -507,10 +508,8 @@ class FastCausalKernel(CausalKernel):
         super().__init__(width_s, period_s, gap_periods=gap_periods)
         self.orders = tuple(orders)
         self.uniform_tol = float(uniform_tol)
-        self._w = uniform_kernel_weights(width_s, period_s, tuple(sorted(set(self.orders) | {0})), self.half)
 
     def __call__(self, t, x, y) -> tuple[np.ndarray, ...]:
-        from scipy.signal import correlate
         tt, xx, yy = (np.concatenate((a, np.asarray(b, dtype=np.float64))) for a, b in zip(self._tail, (t, x, y)))
         m = self.half
         n = len(tt)
@@ -520,26 +519,14 @@ class FastCausalKernel(CausalKernel):
         for a, b in segs:
             if b - a < 2 * m + 1:
                 continue
-            ts, xs, ys = tt[a:b], xx[a:b], yy[a:b]
-            off = np.abs(np.diff(ts) / self.period_s - 1.0) > self.uniform_tol
-            bad = np.concatenate(([0], np.cumsum(off)))
-            nonuni = (bad[2 * m:] - bad[:len(bad) - 2 * m]) > 0          # per window (centre a + m + i)
-            yf[a + m:b - m] = correlate(ys, self._w[0], mode='valid')
-            for o in self.orders:
-                out[o][a + m:b - m] = correlate(xs, self._w[o], mode='valid')
-            if nonuni.any():
-                idx = np.flatnonzero(nonuni)
-                runs = np.split(idx, np.flatnonzero(np.diff(idx) > 1) + 1)
-                for r in runs:
-                    i0, i1 = int(r[0]), int(r[-1]) + 1
-                    sub = slice(i0, i1 + 2 * m)
-                    rows = _kernel_rows(ts[sub], self.width_s, m, tuple(sorted(set(self.orders) | {0})))
-                    wy = sliding_window_view(ys[sub], 2 * m + 1)
-                    yf[a + m + i0:a + m + i1] = np.einsum('ij,ij->i', rows[0], wy)
-                    if self.orders:
-                        wx = sliding_window_view(xs[sub], 2 * m + 1)
-                        for o in self.orders:
-                            out[o][a + m + i0:a + m + i1] = np.einsum('ij,ij->i', rows[o], wx)
+            ts = tt[a:b]
+            yf[a + m:b - m] = _apply_segment(ts, [yy[a:b]], self.width_s, m, (0,), self.period_s, False,
+                                             self.uniform_tol)[0][0]
+            if self.orders:
+                xs = _apply_segment(ts, [xx[a:b]], self.width_s, m, self.orders, self.period_s, False,
+                                    self.uniform_tol)[0]
+                for k, o in enumerate(self.orders):
+                    out[o][a + m:b - m] = xs[k]
         start = max(n - 2 * m, segs[-1][0] if segs else 0)
         self._tail = (tt[start:], xx[start:], yy[start:])
         done = np.isfinite(yf)
