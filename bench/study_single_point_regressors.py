@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Which regressors would remove the single-point differentiator bias at its source (issue 14, "Not done" in
+doc/trust/single_point.md)? A study that prints figures, not a test and not a speed benchmark.
+
+The plant is written here (not the project's simulator): a force-driven stiff wall with environment mass,
+m ẍ + b ẋ + k x = F(t), k = 2e5 N/m, b = 500 N·s/m, m = 5 kg, F a preload plus 9 log-spaced random-phase
+tones 0.3–10 Hz, integrated by scipy's solve_ivp (DOP853) and sampled at 1 kHz; white noise on x and F at
+three levels. Each row fits F = k x + b ẋ + m ẍ by ordinary least squares over the record after 1 s with one
+kind of regressors, all on the same ±M = ±5 samples (the node's ``differentiator_half_window`` 5 ms):
+
+- ``local fit`` (what the pipeline uses): raw F and x, ẋ the slope of a local straight line, ẍ twice the
+  curvature of a local quadratic (``signal.local_derivatives``);
+- ``quartic fit``: raw F and x, ẋ and ẍ from a local degree-4 polynomial (``local_polynomial_weights``);
+- ``consistent p``: F, x, ẋ and ẍ all through one compact kernel g(u) = (1 − (u/T)²)^p, T = (M + 1) h, and
+  its first and second derivatives (g' and g'' weights made exact on a ramp / a parabola): F_g = k x_g + b ẋ_g +
+  m ẍ_g holds for the model itself, so no differentiator bias (p = 2 biweight, p = 3 triweight).
+
+Prints the error of k, b, m in % of the truth, per noise level and seed:
+
+  .venv/bin/python bench/study_single_point_regressors.py [--seeds 2]
+"""
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+from scipy.integrate import solve_ivp
+
+from _common import ROOT  # noqa: F401  (puts the repository on sys.path)
+from contact_dynamics_common.signal import local_derivatives
+from contact_dynamics_common.signal.conditioning import local_polynomial_weights
+
+TRUTH = np.array([2e5, 500.0, 5.0])
+RATE = 1000.0
+M = 5
+
+
+def wall(seed: int, noise_x: float, noise_f: float, duration: float = 8.0):
+    k, b, m = TRUTH
+    rng = np.random.default_rng(seed)
+    freqs = np.geomspace(0.3, 10.0, 9)
+    phase = rng.uniform(0, 2 * np.pi, 9)
+
+    def force(t):
+        t = np.atleast_1d(t)
+        u = np.clip(t / 0.5, 0, 1)
+        return u * u * (3 - 2 * u) * (300.0 + 50.0 * np.sin(2 * np.pi * freqs[:, None] * t + phase[:, None]).sum(0))
+
+    t = np.arange(0, duration, 1 / RATE)
+    sol = solve_ivp(lambda tt, s: [s[1], (force(tt)[0] - b * s[1] - k * s[0]) / m], (0, duration), [0.0, 0.0],
+                    t_eval=t, rtol=1e-10, atol=1e-13, method='DOP853')
+    return t, force(t) + noise_f * rng.standard_normal(len(t)), sol.y[0] + noise_x * rng.standard_normal(len(t))
+
+
+def compact_kernel(p: int, h: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Weights on ±M uniform samples: smoothing (sum 1), first derivative (exact on a ramp), second derivative
+    (zero on a constant, exact on a parabola) of g(u) = (1 − (u/T)²)^p."""
+    T = (M + 1) * h
+    u = np.arange(-M, M + 1) * h
+    s = 1 - (u / T) ** 2
+    g = s ** p
+    g1 = -2 * p * u / T ** 2 * s ** (p - 1)
+    g2 = -2 * p / T ** 2 * s ** (p - 1) + 4 * p * (p - 1) * u ** 2 / T ** 4 * s ** max(p - 2, 0)
+    a = g / g.sum()
+    d1 = -g1 / (-g1 @ u)
+    d2 = g2 - g2.mean()
+    return a, d1, 2 * d2 / (d2 @ u ** 2)
+
+
+def regressors(kind: str, t, f, x):
+    centre = slice(M, len(t) - M)
+    xw, fw = sliding_window_view(x, 2 * M + 1), sliding_window_view(f, 2 * M + 1)
+    if kind == 'local fit':
+        xd, xdd = local_derivatives(t, x, M, second=True)
+        return f[centre], x[centre], xd, xdd
+    if kind == 'quartic fit':
+        G = local_polynomial_weights(sliding_window_view(t, 2 * M + 1)[:1], 4)[0]
+        return f[centre], x[centre], xw @ G[1], xw @ G[2]
+    a, d1, d2 = compact_kernel(int(kind.split()[-1]), 1 / RATE)
+    return fw @ a, xw @ a, xw @ d1, xw @ d2
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--seeds', type=int, default=2)
+    args = ap.parse_args(argv)
+    kinds = ['local fit', 'quartic fit', 'consistent 2', 'consistent 3']
+    print('error of (k, b, m) in % of the truth; least squares over t > 1 s; ±5 samples at 1 kHz')
+    print(f'{"noise x, F":>16} {"seed":>4}  ' + '  '.join(f'{k:>24}' for k in kinds))
+    for nx, nf in ((0.0, 0.0), (2e-6, 0.2), (2e-5, 2.0)):
+        for seed in range(args.seeds):
+            t, f, x = wall(seed, nx, nf)
+            row = []
+            for kind in kinds:
+                F, xs, xd, xdd = regressors(kind, t, f, x)
+                use = t[M:len(t) - M] > 1.0
+                theta = np.linalg.lstsq(np.column_stack([xs, xd, xdd])[use], F[use], rcond=None)[0]
+                row.append(' '.join(f'{e:+7.3f}' for e in (theta / TRUTH - 1) * 100))
+            print(f'{nx * 1e6:5.0f} um {nf:4.1f} N {seed:>4}  ' + '  '.join(f'{r:>24}' for r in row))
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
