@@ -33,6 +33,29 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.flaky(reruns=1, reruns_delay=2))
 
 
+_RERUNS: list[tuple[str, str]] = []
+
+
+def pytest_runtest_logreport(report):
+    """Keep why a retried test failed the first time (pytest-rerunfailures reports it as 'rerun'; its own summary
+    names the test only): a flake that passes on retry in CI still leaves its reason in the log."""
+    if report.outcome == 'rerun':
+        text = getattr(report, 'longreprtext', '') or str(report.longrepr or '')
+        _RERUNS.append((report.nodeid, text))
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _RERUNS:
+        return
+    terminalreporter.section('why the retried tests failed the first time')
+    for nodeid, text in _RERUNS:
+        lines = [ln for ln in text.splitlines() if ln.strip()]
+        errors = [ln for ln in lines if ln.startswith('E ')]
+        terminalreporter.write_line(f'{nodeid}:')
+        for ln in (errors[:12] or lines[-12:]):
+            terminalreporter.write_line(f'    {ln[:300]}')
+
+
 def _shutdown_rclpy() -> None:
     rclpy = sys.modules.get('rclpy')
     if rclpy is not None and rclpy.ok():
