@@ -94,9 +94,123 @@ def regressors(kind: str, t, f, x):
     return fw @ a, xw @ a, xw @ d1, xw @ d2
 
 
+def random_wall(rng):
+    """One draw for the coverage study: k 1e3-1e6 N/m, m 0.1-10 kg, damping ratio 0.05-0.5, 4-12 random-phase
+    tones from 0.2-1 Hz up to 2-20 Hz, rate 500-2000 Hz, white noise on x of 0.1-5 % of its std and on F of
+    0.1-2 % of its std. Returns (t, F, x, truth)."""
+    k = 10 ** rng.uniform(3, 6)
+    m = 10 ** rng.uniform(-1, 1)
+    b = 2 * rng.uniform(0.05, 0.5) * np.sqrt(k * m)
+    rate = float(rng.choice([500.0, 1000.0, 2000.0]))
+    n_tones = int(rng.integers(4, 13))
+    freqs = np.geomspace(rng.uniform(0.2, 1.0), rng.uniform(2.0, 20.0), n_tones)
+    phase = rng.uniform(0, 2 * np.pi, n_tones)
+    amp = 1.0 / np.sqrt(n_tones)
+    duration = 10.0
+
+    def force(t):
+        t = np.atleast_1d(t)
+        u = np.clip(t / 0.5, 0, 1)
+        return u * u * (3 - 2 * u) * (2.0 + amp * np.sin(2 * np.pi * freqs[:, None] * t + phase[:, None]).sum(0))
+
+    t = np.arange(0, duration, 1 / rate)
+    sol = solve_ivp(lambda tt, s_: [s_[1], (force(tt)[0] - b * s_[1] - k * s_[0]) / m], (0, duration), [0.0, 0.0],
+                    t_eval=t, rtol=1e-10, atol=1e-14, method='DOP853')
+    x, f = sol.y[0], force(t)
+    x = x + rng.uniform(1e-3, 5e-2) * np.std(x) * rng.standard_normal(len(t))
+    f = f + rng.uniform(1e-3, 2e-2) * np.std(f) * rng.standard_normal(len(t))
+    return t, f, x, np.array([k, b, m])
+
+
+def consistent_fit(t, f, x, decimate: bool = True, eiv: bool = False):
+    """The follow-up design in one function: the consistent triweight with its support from the data (cut-off
+    ~4 x the excitation's top, ``conditioning.excitation_top``), decimated by about its support, ordinary least
+    squares with the Newey-West sigma of its own residuals; ``eiv``: the least squares corrected for the x noise
+    that reaches the filtered regressors (errors in variables). Returns (theta, sigma, half-support K)."""
+    from contact_dynamics_common import trust
+    from contact_dynamics_common.signal.conditioning import excitation_top, noise_std
+    rate = 1.0 / float(np.median(np.diff(t)))
+    f_top = excitation_top(x, rate)
+    # triweight: second moment T^2 / 9, so its -3 dB point is about 0.1874 / (T / 3) = 0.56 / T
+    T = 0.56 / (4.0 * f_top)
+    half = max(int(round(T * rate)) - 1, 2)
+    a, d1, d2 = compact_kernel(3, 1 / rate, half)
+    xw, fw = sliding_window_view(x, 2 * half + 1), sliding_window_view(f, 2 * half + 1)
+    X = np.column_stack([xw @ a, xw @ d1, xw @ d2])
+    F = fw @ a
+    use = t[half:len(t) - half] > 1.0
+    X, F = X[use], F[use]
+    if decimate:
+        step = max(half, 1)
+        X, F = X[::step], F[::step]
+    if not eiv:
+        theta = np.linalg.lstsq(X, F, rcond=None)[0]
+        cov = trust.hac_covariance(X, F - X @ theta, lags='auto')
+        return theta, np.sqrt(np.diagonal(cov)), half
+    # errors in variables: white noise sigma_x on x reaches the regressors through the kernels, E[X^T X] gains
+    # n sigma_x^2 W W^T (W the (3, 2K+1) kernel rows); subtract it (the x noise from 4th differences of raw x)
+    W = np.vstack([a, d1, d2])
+    A = X.T @ X - len(X) * noise_std(x) ** 2 * (W @ W.T)
+    theta = np.linalg.solve(A, X.T @ F)
+    r = F - X @ theta
+    g = X * r[:, None]
+    S = g.T @ g
+    for lag in range(1, 4):                  # Newey-West, 3 lags of the decimated rows
+        c = g[lag:].T @ g[:-lag]
+        S += (1 - lag / 4) * (c + c.T)
+    Ai = np.linalg.inv(A)
+    return theta, np.sqrt(np.diagonal(Ai @ S @ Ai)), half
+
+
+def local_fit_ols(t, f, x):
+    """The pipeline's regressors now (±5 ms local fits) with the same least squares and Newey-West sigma."""
+    from contact_dynamics_common import trust
+    rate = 1.0 / float(np.median(np.diff(t)))
+    half = max(int(round(0.005 * rate)), 1)
+    xd, xdd = local_derivatives(t, x, half, second=True)
+    c = slice(half, len(t) - half)
+    X = np.column_stack([x[c], xd, xdd])
+    F = f[c]
+    use = t[c] > 1.0
+    theta = np.linalg.lstsq(X[use], F[use], rcond=None)[0]
+    cov = trust.hac_covariance(X[use], F[use] - X[use] @ theta, lags='auto')
+    return theta, np.sqrt(np.diagonal(cov)), half
+
+
+def coverage(draws: int, seed: int) -> None:
+    """Coverage of +-2 sigma and RMS z of (k, b, m) over random draws: the local fit with a Newey-West sigma
+    (what the bias does to a plain sigma) and the consistent, decimated fit with the same kind of sigma."""
+    names = ('k', 'b', 'm')
+    z = {'local fit ±5 ms, OLS + HAC': [], 'consistent, data support, decimated, OLS + HAC': [],
+         'the same, EIV-corrected LS + HAC': []}
+    fits = (local_fit_ols, consistent_fit, lambda t, f, x: consistent_fit(t, f, x, eiv=True))
+    halves = []
+    for i in range(draws):
+        rng = np.random.default_rng([seed, i])
+        t, f, x, truth = random_wall(rng)
+        for label, fn in zip(z, fits):
+            theta, sigma, half = fn(t, f, x)
+            z[label].append((theta - truth) / sigma)
+            if fn is fits[1]:
+                halves.append(half)
+    print(f'\ncoverage over {draws} random draws (seed {seed}; k 1e3-1e6, m 0.1-10, zeta 0.05-0.5, tones to '
+          f'2-20 Hz, 500-2000 Hz, noise x 0.1-5 %, F 0.1-2 %); consistent support K = '
+          f'{min(halves)}-{max(halves)} samples')
+    print(f'{"regressors":>48} ' + ' '.join(f'{n + " cover ±2σ":>12} {"RMS z":>7} {"max|z|":>7}' for n in names))
+    for label, rows in z.items():
+        zz = np.array(rows)
+        cells = []
+        for j in range(3):
+            col = zz[:, j]
+            cells.append(f'{np.mean(np.abs(col) <= 2) * 100:11.0f}% {np.sqrt(np.mean(col ** 2)):7.2f} '
+                         f'{np.max(np.abs(col)):7.1f}')
+        print(f'{label:>48} ' + ' '.join(cells))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--seeds', type=int, default=2)
+    ap.add_argument('--draws', type=int, default=60, help='random draws of the coverage study (0: skip it)')
     ap.add_argument('--wider', type=int, nargs='*', default=[20, 40],
                     help='supports (samples each side) of wider consistent triweight kernels')
     args = ap.parse_args(argv)
@@ -115,6 +229,8 @@ def main(argv=None) -> int:
                 theta = np.linalg.lstsq(np.column_stack([xs, xd, xdd])[use], F[use], rcond=None)[0]
                 row.append(' '.join(f'{e:+7.3f}' for e in (theta / TRUTH - 1) * 100))
             print(f'{nx * 1e6:5.0f} um {nf:4.1f} N {seed:>4}  ' + '  '.join(f'{r:>24}' for r in row))
+    if args.draws:
+        coverage(args.draws, 0)
     return 0
 
 
