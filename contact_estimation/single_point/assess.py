@@ -870,14 +870,27 @@ def play_operator(x: np.ndarray, r: float) -> np.ndarray:
     """Play (backlash) operator of half-width r (m): y_i = min(max(y_{i-1}, x_i - r), x_i + r), y_0 = x_0.
     x - P_r(x) is the force / k_h of a Jenkins element (spring k_h in series with a slider slipping at k_h r):
     it follows x after a reversal, then saturates at +-r; a few widths form a Prandtl-Ishlinskii basis of
-    rate-independent hysteresis."""
+    rate-independent hysteresis.
+
+    Computed as a prefix scan instead of the scalar recursion: each step is the clamp
+    c_i(y) = min(max(y, x_i - r), x_i + r), and clamps compose into clamps, c_j(c_i(y)) = min(max(y, L), H)
+    with L = c_j(lo_i), H = c_j(hi_i); y_0 = x_0 is the constant clamp [x_0, x_0], so the composition of
+    c_0..c_i is the constant y_i. log2(n) rounds of min / max on arrays (Hillis-Steele); min and max round
+    nothing, so the values are the recursion's exactly (test_assess_play_operator)."""
     x = np.asarray(x, dtype=np.float64)
-    y = np.empty_like(x)
-    prev = float(x[0]) if len(x) else 0.0
-    for i, v in enumerate(x.tolist()):          # a scalar recursion on the window (<= 2000 samples live)
-        prev = min(max(prev, v - r), v + r)
-        y[i] = prev
-    return y
+    n = len(x)
+    if n == 0:
+        return np.empty(0)
+    lo, hi = x - r, x + r
+    lo[0] = hi[0] = x[0]
+    d = 1
+    while d < n:
+        a, b = lo[d:], hi[d:]
+        new_lo = np.minimum(np.maximum(lo[:-d], a), b)      # c_i after the composition ending at i - d
+        new_hi = np.minimum(np.maximum(hi[:-d], a), b)
+        lo[d:], hi[d:] = new_lo, new_hi
+        d *= 2
+    return lo
 
 
 def _lagged_difference(t: np.ndarray, y: np.ndarray, L: int, spare: int, kind: str) -> np.ndarray | trust.Check:
