@@ -37,6 +37,7 @@ bench: env  ## prints figures; the node benchmarks start ROS nodes on loopback i
 	$(PY) bench/bench_node_overload.py
 	$(PY) bench/bench_pkm_ukf.py
 	$(PY) bench/bench_rover.py
+	$(PY) bench/bench_posture_node.py
 	$(PY) bench/bench_multipoint.py
 	$(PY) bench/bench_impedance_node.py
 	$(PY) -m contact_dynamics_common.cli calibrate --runs 20 --jobs 2
