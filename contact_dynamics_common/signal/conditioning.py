@@ -47,6 +47,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.signal  # noqa: F401  (loaded with this module: its ~1.5 s import must not stall a first trust check)
 from numpy.lib.stride_tricks import sliding_window_view
 
 __all__ = ['Bandwidth', 'choose_bandwidth', 'excitation_top', 'width_for_cutoff', 'cutoff_for_width', 'kernel_half',

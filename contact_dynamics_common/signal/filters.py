@@ -8,12 +8,15 @@ second) derivative at t_i. On uniform sampling this is the Savitzky-Golay differ
 of angular frequency w, the first-derivative gain is ~ 1 - (w M dt)^2 / 10 (linear fit), and white
 position noise sigma_x gives velocity noise sigma_x * sqrt(3 / (M (M+1) (2M+1))) / dt.
 Online use is causal with a delay of M samples (the window must be full on both sides).
+
+scipy.signal is imported by the functions that use it, not by this module: importing it takes ~1.5 s (most of a
+rover node's start-up, which needs only the stamp gate of this package). The packages that filter at run time
+load it at start through :mod:`.conditioning`.
 """
 from __future__ import annotations
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
-from scipy.signal import butter, sosfilt, sosfilt_zi, sosfiltfilt, welch
 
 
 def local_derivatives(t: np.ndarray, x: np.ndarray, half_window: int,
@@ -79,6 +82,7 @@ def zero_phase_lowpass(y: np.ndarray, rate_hz: float, cutoff_hz: float, order: i
         raise ValueError(f'cutoff must be in (0, Nyquist = {rate_hz / 2} Hz), got {cutoff_hz}')
     if order < 1:
         raise ValueError(f'order must be >= 1, got {order}')
+    from scipy.signal import butter, sosfiltfilt
     sos = butter(order, cutoff_hz, fs=rate_hz, output='sos')
     pad = 3 * (2 * len(sos) + 1)
     if y.shape[-1] <= pad:
@@ -121,6 +125,7 @@ class CausalLowpass:
             raise ValueError(f'cutoff must be in (0, Nyquist = {rate_hz / 2} Hz), got {cutoff_hz}')
         if order < 1 or channels < 1:
             raise ValueError('order and channels must be >= 1')
+        from scipy.signal import butter, sosfilt_zi
         self.sos = butter(order, cutoff_hz, fs=rate_hz, output='sos')
         self.channels = channels
         self._zi0 = sosfilt_zi(self.sos)            # (sections, 2), unit-step steady state
@@ -136,6 +141,7 @@ class CausalLowpass:
             return y.copy()
         if self.zi is None:
             self.zi = self._zi0[:, :, None] * y[0][None, None, :]
+        from scipy.signal import sosfilt           # loaded by __init__ already: a dictionary lookup
         out, self.zi = sosfilt(self.sos, y, axis=0, zi=self.zi)
         return out
 
@@ -144,6 +150,7 @@ def excitation_band(x: np.ndarray, rate_hz: float, rel_floor: float = 1e-4,
                     resolution_hz: float = 0.25) -> float:
     """Highest frequency (Hz) where the Welch PSD of the detrended x exceeds ``rel_floor`` times its peak
     (the top of the excitation band, harmonics of imperfect tracking included)."""
+    from scipy.signal import welch
     x = np.asarray(x, dtype=np.float64)
     nper = int(min(len(x), max(16, round(rate_hz / resolution_hz))))
     f, p = welch(x - x.mean(), fs=rate_hz, nperseg=nper, detrend='linear')

@@ -25,6 +25,10 @@ from ..impact.geometry import n_in_ros
 from ..models.batch import BatchTree, mass_matrix_crba, rpy_matrix
 from ..models.rover3d import RoverModel
 from ..validation.contact_laws import LAWS, exponent, peak_force_from_tc
+# at import, not in damping_ratio: its scipy.integrate import (~0.3 s) would otherwise stall the node's first
+# evaluation with a hypothesis, while 500 messages/s fill its obstacle queue (test_fuzz_rover_nodes lost 2-9 good
+# hypotheses every run when nothing else had loaded scipy.integrate before)
+from ..validation.impact_sim import one_dof
 
 
 @dataclass
@@ -99,7 +103,6 @@ def merge_evaluations(parts: list) -> Evaluation:
 @lru_cache(maxsize=64)
 def damping_ratio(law: str, e: float, p: float) -> float:
     """ρ = F_max / F_max,undamped for the normalised law (depends on (law, e, p) only, §4.6)."""
-    from ..validation.impact_sim import one_dof
     pe = exponent(law, p)
     return one_dof(law, e, p=p).f_max / one_dof('hertz', 1.0, p=pe).f_max
 
