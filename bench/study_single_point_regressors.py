@@ -147,19 +147,16 @@ def consistent_fit(t, f, x, decimate: bool = True, eiv: bool = False):
         theta = np.linalg.lstsq(X, F, rcond=None)[0]
         cov = trust.hac_covariance(X, F - X @ theta, lags='auto')
         return theta, np.sqrt(np.diagonal(cov)), half
-    # errors in variables: white noise sigma_x on x reaches the regressors through the kernels, E[X^T X] gains
-    # n sigma_x^2 W W^T (W the (3, 2K+1) kernel rows); subtract it (the x noise from 4th differences of raw x)
-    W = np.vstack([a, d1, d2])
-    A = X.T @ X - len(X) * noise_std(x) ** 2 * (W @ W.T)
-    theta = np.linalg.solve(A, X.T @ F)
-    r = F - X @ theta
-    g = X * r[:, None]
-    S = g.T @ g
-    for lag in range(1, 4):                  # Newey-West, 3 lags of the decimated rows
-        c = g[lag:].T @ g[:-lag]
-        S += (1 - lag / 4) * (c + c.T)
-    Ai = np.linalg.inv(A)
-    return theta, np.sqrt(np.diagonal(Ai @ S @ Ai)), half
+    # errors in variables: white noise sigma_x on x reaches the regressors through the kernels
+    # (Sigma_E = sigma_x^2 W W^T, trust.covariance.kernel_error_covariance; sigma_x from 4th differences of raw x);
+    # the corrected fit is least squares less its first-order bias (trust.covariance.eiv_bias), a linear map J of
+    # it, so its Newey-West sigma (3 lags of the decimated rows) is J cov J^T
+    from contact_dynamics_common.trust.covariance import eiv_bias, kernel_error_covariance
+    sigma_e = kernel_error_covariance({0: a, 1: d1, 2: d2}, noise_std(x), (0, 1, 2))
+    J = np.eye(3) - np.column_stack([eiv_bias(X, e, sigma_e) for e in np.eye(3)])
+    theta = J @ np.linalg.lstsq(X, F, rcond=None)[0]
+    cov = J @ trust.hac_covariance(X, F - X @ theta, lags=3) @ J.T
+    return theta, np.sqrt(np.diagonal(cov)), half
 
 
 def local_fit_ols(t, f, x):
