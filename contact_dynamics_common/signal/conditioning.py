@@ -520,14 +520,13 @@ class FastCausalKernel(CausalKernel):
         for a, b in segs:
             if b - a < 2 * m + 1:
                 continue
-            ts = tt[a:b]
-            yf[a + m:b - m] = _apply_segment(ts, [yy[a:b]], self.width_s, m, (0,), self.period_s, False,
-                                             self.uniform_tol)[0][0]
-            if self.orders:
-                xs = _apply_segment(ts, [xx[a:b]], self.width_s, m, self.orders, self.period_s, False,
-                                    self.uniform_tol)[0]
-                for k, o in enumerate(self.orders):
-                    out[o][a + m:b - m] = xs[k]
+            # one call for y (order 0) and x (the orders wanted): a jittered window's real-stamp rows are built once
+            orders = tuple(sorted(set(self.orders) | {0}))
+            cols = [yy[a:b], xx[a:b]] if self.orders else [yy[a:b]]
+            res = _apply_segment(tt[a:b], cols, self.width_s, m, orders, self.period_s, False, self.uniform_tol)
+            yf[a + m:b - m] = res[0][orders.index(0)]
+            for o in self.orders:
+                out[o][a + m:b - m] = res[1][orders.index(o)]
         start = max(n - 2 * m, segs[-1][0] if segs else 0)
         self._tail = (tt[start:], xx[start:], yy[start:])
         done = np.isfinite(yf)
