@@ -125,7 +125,8 @@ class CausalLowpass:
             raise ValueError(f'cutoff must be in (0, Nyquist = {rate_hz / 2} Hz), got {cutoff_hz}')
         if order < 1 or channels < 1:
             raise ValueError('order and channels must be >= 1')
-        from scipy.signal import butter, sosfilt_zi
+        from scipy.signal import butter, sosfilt, sosfilt_zi
+        self._sosfilt = sosfilt
         self.sos = butter(order, cutoff_hz, fs=rate_hz, output='sos')
         self.channels = channels
         self._zi0 = sosfilt_zi(self.sos)            # (sections, 2), unit-step steady state
@@ -141,8 +142,7 @@ class CausalLowpass:
             return y.copy()
         if self.zi is None:
             self.zi = self._zi0[:, :, None] * y[0][None, None, :]
-        from scipy.signal import sosfilt           # loaded by __init__ already: a dictionary lookup
-        out, self.zi = sosfilt(self.sos, y, axis=0, zi=self.zi)
+        out, self.zi = self._sosfilt(self.sos, y, axis=0, zi=self.zi)
         return out
 
 
