@@ -6,7 +6,9 @@ ledger balances (pushed = accepted + pending + dropped by cause). Over DDS: cont
 buffer and budget is flooded; /diagnostics must account for every received sample
 (received = accepted + pending + dropped.<cause>, overflow > 0, an 'overload' WARN) and, with either executor
 (publication sequence numbers), for every published one (published = received + dropped.queue); the
-estimates stay finite, SPD and valid.
+estimates stay finite, SPD and valid. The flood lasts until the node reports an overflow on both inputs (at
+least 2 s of data, at most 6 s): how far a fixed flood outruns the node depends on the machine's load (a 1 s
+flood once ended without an overflow: 1317 received at 1545 Hz, the node kept up).
 """
 from __future__ import annotations
 
@@ -151,11 +153,11 @@ def test_flooded_node_accounts_for_every_sample(executor, monkeypatch):
     from ros_harness import ROOT, Listener, start_node, stop, wait_matched
 
     monkeypatch.setenv('CONTACT_DYNAMICS_EXECUTOR', executor)
-    sim = KelvinVoigt1Dof(duration=2.0, rate=2000.0, seed=8)
+    sim = KelvinVoigt1Dof(duration=6.0, rate=2000.0, seed=8)
     m = sim.measurements()
-    n = len(m['t'])
+    n_min, n_max = 4000, len(m['t'])     # at least 2 s of the plant, then until both inputs overflowed
     proc = start_node('contact_estimation.single_point.node', '--params-file', str(ROOT / 'config' / 'contact_estimator.yaml'),
-                      '-p', 'buffer_capacity:=400', '-p', 'max_samples_per_update:=50', '-p', 'input_queue_size:=50')
+                      '-p', 'buffer_capacity:=400', '-p', 'max_samples_per_update:=50', '-p', 'publish_rate:=8.0', '-p', 'input_queue_size:=50')
     owns_context = not rclpy.ok()
     if owns_context:
         rclpy.init()
@@ -168,8 +170,14 @@ def test_flooded_node_accounts_for_every_sample(executor, monkeypatch):
         wait_matched([wrench_pub, joint_pub])
         w, j = WrenchStamped(), JointState()
         w.header.frame_id, j.name = 'ft_sensor', ['slider']
+        def overflowed() -> bool:
+            return all(int(listener.diag(f'contact_estimator: input {name}').get('dropped.overflow', 0)) > 0
+                       for name in ('wrench', 'displacement'))
         t0 = time.perf_counter()
-        for i in range(n):                  # 4 kHz per topic: 4x what the node may process (50 x 20 Hz)
+        n = 0                               # samples published per topic
+        for i in range(n_max):              # 4 kHz per topic: 10x what the node may process (50 x 8 Hz)
+            if i >= n_min and i % 200 == 0 and overflowed():
+                break
             if i % 20 == 0:
                 delay = t0 + i / 4000.0 - time.perf_counter()
                 if delay > 0:
@@ -181,6 +189,7 @@ def test_flooded_node_accounts_for_every_sample(executor, monkeypatch):
             j.position = [float(m['q'][i])]
             wrench_pub.publish(w)
             joint_pub.publish(j)
+            n += 1
         flood_s = time.perf_counter() - t0
 
         def settled():
@@ -214,14 +223,16 @@ def test_flooded_node_accounts_for_every_sample(executor, monkeypatch):
         assert math.isfinite(e.stiffness) and math.isfinite(e.damping) and all(map(math.isfinite, e.covariance))
     last = estimates[-1]
     np.linalg.cholesky(np.array(last.covariance).reshape(2, 2))
-    # how many in-contact samples survive a 4x flood depends on the machine's load (the single-threaded executor
-    # takes fewer): with enough for the trust checks the estimate is valid and right; with too few it says so
-    # (seen in a CI rehearsal under load: 'warming up: trust not assessed yet (the first check needs 400
-    # in-contact samples)') and is not published valid
+    # how many in-contact samples survive the flood depends on the machine's load (the single-threaded executor
+    # takes fewer): the two buffers overflow at different times, so the chunks each update takes of the two
+    # streams overlap little and few wrench samples pair with a derivative window (measured: the last estimate
+    # had seen 31-35 in-contact samples in 5 of 8 runs). With enough for the trust checks the estimate is valid and right; with too few it says so
+    # ('warming up: trust not assessed yet (the first check needs 400 in-contact samples)' or the estimator's
+    # own 'warming up: 32 of 50 samples') and is not published valid
     if last.valid:
         assert abs(last.stiffness / sim.stiffness - 1) < 0.05, (last.stiffness, last.status)
     else:
-        assert last.status.startswith('warming up: trust not assessed yet'), (last.stiffness, last.status)
+        assert last.status.startswith('warming up'), (last.stiffness, last.status)
 
 
 def test_message_info_reaches_the_ledger_with_either_executor_call():
