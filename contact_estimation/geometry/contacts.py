@@ -91,6 +91,18 @@ def _cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
+try:                        # np.einsum without optimize calls this C function with the same operands
+    from numpy._core.multiarray import c_einsum as _einsum
+except ImportError:         # pragma: no cover - another numpy layout
+    _einsum = np.einsum
+
+
+def _norm(x: np.ndarray, axis: int, keepdims: bool = False) -> np.ndarray:
+    """np.linalg.norm(x, axis=axis) of a real array by the reduction it runs, sqrt(add.reduce(x·x)), without its
+    argument handling (the same numbers)."""
+    return np.sqrt(np.add.reduce(x * x, axis=axis, keepdims=keepdims))
+
+
 def _pad(arrs: list[np.ndarray], size: int) -> np.ndarray:
     """Stack (n_i, 3) arrays padded to ``size`` rows by repeating the first row (harmless for min/max)."""
     out = np.empty((len(arrs), size, 3))
@@ -156,71 +168,71 @@ class ContactKinematics:
         v = np.zeros((T, 3)) if v is None else np.asarray(v, float).reshape(-1, 3)
         w = np.zeros((T, 3)) if w is None else np.asarray(w, float).reshape(-1, 3)
         # broad phase over (T, pairs)
-        pc = np.einsum('tij,pj->tpi', R, self.p_center) + p[:, None, :]
-        ph = np.einsum('tij,pj->tpi', np.abs(R), self.p_half)
-        near = np.all((pc + ph >= self.e_lo) & (pc - ph <= self.e_hi), axis=2)
-        tk, pk = np.nonzero(near)
+        pc = _einsum('tij,pj->tpi', R, self.p_center) + p[:, None, :]
+        ph = _einsum('tij,pj->tpi', np.abs(R), self.p_half)
+        near = ((pc + ph >= self.e_lo) & (pc - ph <= self.e_hi)).all(2)
+        tk, pk = near.nonzero()
         if len(tk) == 0:
             return _empty(T)
         Rk, pp = R[tk], p[tk]
-        PV = np.einsum('bij,bvj->bvi', Rk, self.PV[pk]) + pp[:, None, :]
-        PN = np.einsum('bij,bvj->bvi', Rk, self.PN[pk])
+        PV = _einsum('bij,bvj->bvi', Rk, self.PV[pk]) + pp[:, None, :]
+        PN = _einsum('bij,bvj->bvi', Rk, self.PN[pk])
         EV, EN = self.EV[pk], self.EN[pk]
         # separating axes in two stages: the face normals of both parts for every near pair, then the edge
         # crosses only for the pairs no face normal separates (the same numbers, element by element, as all
         # axes at once; the axis order — P faces, E faces, crosses — is kept for the least-overlap argmin)
         faces = np.concatenate([PN, EN], axis=1)                          # (B, F, 3)
-        fp = np.einsum('bai,bvi->vba', faces, PV)                          # vertices first: fast min/max
-        fe = np.einsum('bai,bvi->vba', faces, EV)
+        fp = _einsum('bai,bvi->vba', faces, PV)                          # vertices first: fast min/max
+        fe = _einsum('bai,bvi->vba', faces, EV)
         o1f, o2f = fe.max(0) - fp.min(0), fp.max(0) - fe.min(0)
-        c = np.nonzero(np.all(np.minimum(o1f, o2f) > 0.0, axis=1))[0]
+        c = (np.minimum(o1f, o2f) > 0.0).all(1).nonzero()[0]
         if len(c) == 0:
             return _empty(T)
         tk, pk, pp, PV, PN, EV, EN = tk[c], pk[c], pp[c], PV[c], PN[c], EV[c], EN[c]
-        PE = np.einsum('bij,bvj->bvi', Rk[c], self.PE[pk])
-        Pc = self.Pc[pk] + np.einsum('bfi,bi->bf', PN, pp)
+        PE = _einsum('bij,bvj->bvi', Rk[c], self.PE[pk])
+        Pc = self.Pc[pk] + _einsum('bfi,bi->bf', PN, pp)
         EE, Ec = self.EE[pk], self.Ec[pk]
         cross = _cross(PE[:, :, None, :], EE[:, None, :, :]).reshape(len(tk), -1, 3)
-        norm = np.linalg.norm(cross, axis=2, keepdims=True)
+        norm = _norm(cross, 2, True)
         good = norm > 1e-9
         cross = np.where(good, cross / np.where(good, norm, 1.0), PN[:, :1, :])
         axes = np.concatenate([faces[c], cross], axis=1)                  # (B, A, 3)
-        cp_ = np.einsum('bai,bvi->vba', cross, PV)
-        ce_ = np.einsum('bai,bvi->vba', cross, EV)
+        cp_ = _einsum('bai,bvi->vba', cross, PV)
+        ce_ = _einsum('bai,bvi->vba', cross, EV)
         o1 = np.concatenate([o1f[c], ce_.max(0) - cp_.min(0)], axis=1)     # P on the + side of E along the axis
         o2 = np.concatenate([o2f[c], cp_.max(0) - ce_.min(0)], axis=1)     # ... on the − side
         overlap = np.minimum(o1, o2)
-        hit = np.all(overlap > 0.0, axis=1)
+        hit = (overlap > 0.0).all(1)
         if not hit.any():
             return _empty(T)
-        b = np.nonzero(hit)[0]
+        b = hit.nonzero()[0]
         a = np.argmin(overlap[b], axis=1)
         sign = np.where(o1[b, a] <= o2[b, a], 1.0, -1.0)
         n = axes[b, a] * sign[:, None]
         delta = overlap[b, a]
         PVb, EVb = PV[b], EV[b]
-        pn = np.einsum('bvi,bi->bv', PVb, n)
-        en = np.einsum('bvi,bi->bv', EVb, n)
+        pn = _einsum('bvi,bi->bv', PVb, n)
+        en = _einsum('bvi,bi->bv', EVb, n)
         pmin_n, emax_n = pn.min(1), en.max(1)
         pkb = pk[b]
         # vertices of each part inside the other, weighted by their depth along n
-        p_in = np.all(np.einsum('bvi,bfi->fbv', PVb, EN[b]) <= (Ec[b] + INSIDE_TOL).T[:, :, None], axis=0) \
+        p_in = (_einsum('bvi,bfi->fbv', PVb, EN[b]) <= (Ec[b] + INSIDE_TOL).T[:, :, None]).all(0) \
             & self.PVmask[pkb]
-        e_in = np.all(np.einsum('bvi,bfi->fbv', EVb, PN[b]) <= (Pc[b] + INSIDE_TOL).T[:, :, None], axis=0) \
+        e_in = (_einsum('bvi,bfi->fbv', EVb, PN[b]) <= (Pc[b] + INSIDE_TOL).T[:, :, None]).all(0) \
             & self.EVmask[pkb]
         wp = np.where(p_in, np.maximum(emax_n[:, None] - pn, 0.0), 0.0)
         we = np.where(e_in, np.maximum(en - pmin_n[:, None], 0.0), 0.0)
         wsum = wp.sum(1) + we.sum(1)
-        r_in = (np.einsum('bv,bvi->bi', wp, PVb) + np.einsum('bv,bvi->bi', we, EVb)) / \
+        r_in = (_einsum('bv,bvi->bi', wp, PVb) + _einsum('bv,bvi->bi', we, EVb)) / \
             np.where(wsum > 0, wsum, 1.0)[:, None]
         r_sup = 0.5 * (PVb[np.arange(len(b)), pn.argmin(1)] + EVb[np.arange(len(b)), en.argmax(1)])
         r = np.where((wsum > 0)[:, None], r_in, r_sup)
         kk = tk[b]
         lever = r - p[kk]
         vr = v[kk] + _cross(w[kk], lever)
-        vn = np.einsum('bi,bi->b', vr, n)
+        vn = _einsum('bi,bi->b', vr, n)
         vt = vr - vn[:, None] * n
-        speed = np.linalg.norm(vt, axis=1)
+        speed = _norm(vt, 1)
         sliding = speed >= self.slide_eps
         t = np.where(sliding[:, None], -vt / np.where(sliding, speed, 1.0)[:, None], 0.0)
         count = np.bincount(kk, minlength=T)
