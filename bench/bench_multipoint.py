@@ -39,6 +39,13 @@ def best_of(fn, repeat: int, clock=time.perf_counter) -> float:
 
 # issue 19 table (before the single-pose work): 319 us for one pair, 23 us/pair at 20 pairs, 7.7 us/pair batched
 PREVIOUS_PEG_HOLE = {1: 319.0, 20: 23.0, 1000: 7.7}
+# this script on this machine 2026-11-29 before the one-pose rework (rim samples' cos/sin remembered, the point form
+# of the rim search, dedup before arrays): us per pair, and one pose inside the hole / across the opening (us)
+BEFORE_1129 = {1: 61.0, 20: 52.0, 1000: 6.8, 10000: 5.9}
+BEFORE_1129_ONE = {'inside': 15.5, 'across': 53.4}
+# ContactKinematics.compute the same day before (np.einsum / np.linalg.norm / np.all wrappers): one resting
+# pose, batched per pose (us, wall)
+BEFORE_1129_CONTACTS = (409.0, 219.0)
 
 
 def best_cpu(fn, repeat: int) -> float:
@@ -60,22 +67,55 @@ def bench_peg_hole(levels: int, repeat: int) -> None:
     rng = np.random.default_rng(0)
     print(f'peg/hole detection, rim search L = {levels}, best of {repeat} (Wahl: ~20 us/pair; goals <= 5 us/pair '
           f'batched, <= 20 us for one pose) [{load()}]')
-    print(f'{"pairs":>8} {"call [ms]":>10} {"per pair [us]":>14} {"before [us]":>11} {"contacts":>9} {"pairs in 10 ms":>15}')
+    print(f'{"pairs":>8} {"call [ms]":>10} {"per pair [us]":>14} {"before [us]":>11} {"11-29 [us]":>11} '
+          f'{"contacts":>9} {"pairs in 10 ms":>15}')
     for n in (1, 20, 100, 1000, 10000):
         p0 = np.c_[rng.uniform(-4, 4, (n, 2)) * 1e-3, rng.uniform(10, 90, n) * 1e-3]
         p1 = p0 + np.c_[rng.uniform(-5, 5, (n, 2)) * 1e-3, np.full(n, 0.1)]
         r = rng.uniform(0.0170, 0.0175, n)
         m = detect(p0, p1, r, hole, levels=levels)
         t = best_of(lambda: detect(p0, p1, r, hole, levels=levels), repeat if n <= 1000 else max(3, repeat // 5))
-        before = PREVIOUS_PEG_HOLE.get(n)
+        before, b1129 = PREVIOUS_PEG_HOLE.get(n), BEFORE_1129.get(n)
         print(f'{n:>8} {t * 1e3:>10.3f} {t / n * 1e6:>14.2f} {"" if before is None else f"{before:.1f}":>11} '
-              f'{len(m):>9} {int(0.010 / (t / n)):>15}')
+              f'{"" if b1129 is None else f"{b1129:.1f}":>11} {len(m):>9} {int(0.010 / (t / n)):>15}')
     # one pose of the kinds a controller sees: peg inside (no rim search), across the opening (rim search)
-    for label, p0, p1 in (('one pose, peg inside the hole', [0.001, 0.0, 0.02], [0.001, 0.001, 0.06]),
-                          ('one pose, peg across the opening', [0.001, 0.0, 0.02], [0.001, 0.001, 0.12])):
+    for key, label, p0, p1 in (
+            ('inside', 'one pose, peg inside the hole', [0.001, 0.0, 0.02], [0.001, 0.001, 0.06]),
+            ('across', 'one pose, peg across the opening', [0.001, 0.0, 0.02], [0.001, 0.001, 0.12])):
         p0, p1 = np.array(p0), np.array(p1)
         t = best_of(lambda: detect(p0, p1, 0.017, hole, levels=levels), max(repeat, 200))
-        print(f'  {label}: {t * 1e6:.1f} us ({len(detect(p0, p1, 0.017, hole, levels=levels))} contacts) [{load()}]')
+        print(f'  {label}: {t * 1e6:.1f} us ({len(detect(p0, p1, 0.017, hole, levels=levels))} contacts; '
+              f'before, 2026-11-29: {BEFORE_1129_ONE[key]} us) [{load()}]')
+    # the same pose repeated finds the rim samples' cos / sin remembered at every level; a controller's peg moves:
+    # a path of 400 poses across the opening (0.02 mm and 0.1 mrad per tick), each pose once, the memo emptied
+    # before each pass; and the same path with nothing remembered (median per pose, best pass)
+    import contact_estimation.geometry.peg_hole as ph
+    k = np.arange(400)[:, None]
+    q0 = np.array([0.002, 0.0, 0.02]) + k * np.array([-1e-5, 1e-5, 2e-5])
+    ang = 1e-4 * k[:, 0]
+    q1 = q0 + np.c_[0.004 * np.cos(ang), 0.004 * np.sin(ang), np.full(len(k), 0.1)]
+
+    def path_median(memo_max: int) -> float:
+        saved, ph._TRIG_MAX = ph._TRIG_MAX, memo_max
+        best = float('inf')
+        try:
+            for _ in range(max(3, repeat // 4)):
+                ph._TRIG.clear()
+                ts = []
+                for a, b in zip(q0, q1):
+                    t0 = time.perf_counter()
+                    detect(a, b, 0.017, hole, levels=levels)
+                    ts.append(time.perf_counter() - t0)
+                best = min(best, float(np.median(ts)))
+        finally:
+            ph._TRIG_MAX = saved
+            ph._TRIG.clear()
+        return best
+
+    moving, cold = path_median(ph._TRIG_MAX), path_median(0)
+    n_c = len(detect(q0[200], q1[200], 0.017, hole, levels=levels))
+    print(f'  one pose across the opening, a moving peg (400 poses, each once; {n_c} contacts mid-path): median '
+          f'{moving * 1e6:.1f} us per pose; with no rim sample remembered {cold * 1e6:.1f} us [{load()}]')
 
 
 def bench_contact_kinematics(repeat: int) -> None:
@@ -96,8 +136,10 @@ def bench_contact_kinematics(repeat: int) -> None:
     cb = best_cpu(lambda: kin.compute(R, tr.p, tr.v, tr.w), max(3, repeat // 4))
     n = len(kin.compute(R[k], tr.p[k], tr.v[k], tr.w[k]))
     print(f'\nconvex-pair contacts (ContactKinematics.compute, ACU geometry, {kin.n_pairs} pairs): one resting pose '
-          f'({n} contacts) {t1 * 1e6:.0f} us (issue table before: 280-360 us; goal <= 50 us); {len(R)} poses batched '
-          f'{tb / len(R) * 1e6:.0f} us/pose = {tb / len(R) / kin.n_pairs * 1e6:.1f} us/pair [{load()}]')
+          f'({n} contacts) {t1 * 1e6:.0f} us (issue table before: 280-360 us; 2026-11-29 before: '
+          f'{BEFORE_1129_CONTACTS[0]:.0f} us; goal <= 50 us); {len(R)} poses batched {tb / len(R) * 1e6:.0f} us/pose '
+          f'(2026-11-29 before: {BEFORE_1129_CONTACTS[1]:.0f}) = {tb / len(R) / kin.n_pairs * 1e6:.1f} us/pair '
+          f'[{load()}]')
     print(f'  process CPU, best: one pose {c1 * 1e6:.0f} us, batched {cb / len(R) * 1e6:.0f} us/pose (single-stage '
           f'separating axes, cd708cd, the same measure at load 4.5-7: {PREVIOUS_CONTACTS[0]} us, '
           f'{PREVIOUS_CONTACTS[1]} us/pose)')

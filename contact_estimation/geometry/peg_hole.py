@@ -161,36 +161,72 @@ def _dot3(a, b) -> float:
 _OFFSETS_LISTS: dict = {}
 
 
-_PHI0_CS = [(ph, math.cos(ph), math.sin(ph)) for ph in _PHI0_LIST]     # the first level's samples, computed once
+_PHI0_C = [math.cos(ph) for ph in _PHI0_LIST]       # the first level's samples, computed once
+_PHI0_S = [math.sin(ph) for ph in _PHI0_LIST]
+_TRIG: dict = {}            # (level, φ_{j*} − step) -> the level's samples (φ, cos φ, sin φ) as three lists
+_TRIG_MAX = 4096            # entries kept (~2 MB); levels 1-3 need at most 8 + 64 + 512 of them
+
+
+def _level_samples(lev: int, b0: float, off: list) -> tuple[list, list, list]:
+    """The samples b0 + offsets of refinement level ``lev`` and their cos / sin (the same math functions on the
+    same floats, so the same numbers whether computed now or remembered: the tree of sample sets is fixed by
+    the levels' constants, only the path down it depends on the data)."""
+    key = (lev, b0)
+    t = _TRIG.get(key)
+    if t is None:
+        if len(_TRIG) >= _TRIG_MAX:
+            _TRIG.clear()
+        phs = [b0 + o for o in off]
+        t = _TRIG[key] = (phs, list(map(math.cos, phs)), list(map(math.sin, phs)))
+    return t
 
 
 def _rim_one(w0, A, r: float, levels: int) -> tuple[float, float, float]:
     """``_rim_search`` for one segment (w0, A 3-tuples) in plain Python floats: the same samples, the same
-    operations in the same order (the first level's cos / sin computed once, by the same math functions).
-    Returns φ*, d*, s*."""
-    if levels not in _OFFSETS_LISTS:
-        _OFFSETS_LISTS[levels] = [(step, off.tolist()) for step, off in _level_offsets(levels)]
-    offs = _OFFSETS_LISTS[levels]
+    operations in the same order, argmin the first of equal minima. Returns φ*, d*, s*.
+
+    d²(φ) = W + cos φ·wx + sin φ·wy + s(s·AA − 2D), D = wA + cos φ·ax + sin φ·ay, s = clamp(D/AA, 0, 1) with
+    W = |w0|² + r², wx, wy = 2r·w0_xy, ax, ay = r·A_xy, AA = |A|², wA = w0·A. For a point (A = 0) D and s are
+    ±0, so d² = W + cos φ·wx + sin φ·wy exactly (fewer operations, the same numbers)."""
+    offs = _OFFSETS_LISTS.get(levels)
+    if offs is None:
+        offs = _OFFSETS_LISTS[levels] = [(step, off.tolist()) for step, off in _level_offsets(levels)]
     W, AA, wA = _dot3(w0, w0) + r * r, _dot3(A, A), _dot3(w0, A)
     inv = 1.0 / (AA if AA > 0 else 1.0)
     wx, wy = 2 * r * w0[0], 2 * r * w0[1]
     ax, ay = r * A[0], r * A[1]
-    cos, sin = math.cos, math.sin
-    samples = _PHI0_CS
-    for lev in range(levels + 1):
-        bd = None
-        for ph, c, sn in samples:
-            D = wA + c * ax + sn * ay
-            sv = D * inv
-            sv = 0.0 if sv < 0.0 else (1.0 if sv > 1.0 else sv)
-            d2 = W + c * wx + sn * wy + sv * (sv * AA - 2 * D)
-            if bd is None or d2 < bd:                # argmin: the first of equal minima
-                bd, bp, bs = d2, ph, sv
-        if lev < levels:
-            step, off = offs[lev]
-            b0 = bp - step
-            samples = [(ph, cos(ph), sin(ph)) for ph in [b0 + o for o in off]]
-    return bp, math.sqrt(bd if bd > 0.0 else 0.0), bs
+    point = A[0] == 0.0 and A[1] == 0.0 and A[2] == 0.0
+    phs, cs, ss = _PHI0_LIST, _PHI0_C, _PHI0_S
+    lev = 0
+    while True:
+        if point:
+            d2s = [W + c * wx + sn * wy for c, sn in zip(cs, ss)]
+            bd = min(d2s)
+            j = d2s.index(bd)
+        else:
+            bd, j, i = math.inf, 0, 0
+            for c, sn in zip(cs, ss):
+                D = wA + c * ax + sn * ay
+                sv = D * inv
+                if sv < 0.0:
+                    sv = 0.0
+                elif sv > 1.0:
+                    sv = 1.0
+                d2 = W + c * wx + sn * wy + sv * (sv * AA - 2 * D)
+                if d2 < bd:                          # argmin: the first of equal minima
+                    bd, j = d2, i
+                i += 1
+        if lev == levels:
+            break
+        step, off = offs[lev]
+        lev += 1
+        phs, cs, ss = _level_samples(lev, phs[j] - step, off)
+    D = wA + cs[j] * ax + ss[j] * ay
+    sv = D * inv
+    sv = 0.0 if sv < 0.0 else (1.0 if sv > 1.0 else sv)
+    if not bd < math.inf:                            # no finite sample (overflow): sample 0's d², as argmin
+        bd = W + cs[j] * wx + ss[j] * wy + (0.0 if point else sv * (sv * AA - 2 * D))
+    return phs[j], math.sqrt(bd if bd > 0.0 else 0.0), sv
 
 
 def _rim_search_scalar(w0: np.ndarray, A: np.ndarray, r: float, levels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -327,6 +363,8 @@ def _triple(v) -> list | None:
             return [float(x) for x in v]
         return None
     if type(v) is np.ndarray and v.size == 3 and v.shape in ((3,), (1, 3)) and v.dtype.kind in 'fiu':
+        if v.dtype.char == 'd':                               # float64: its floats as they are
+            return v.reshape(3).tolist()
         return v.astype(float, copy=False).reshape(3).tolist()
     return None
 
@@ -347,41 +385,50 @@ def _detect_one(E0: list, E1: list, rp: float, hole: HoleGeometry, levels: int):
     same operations in the same order (norms summed as numpy sums three terms), so the same numbers without the
     fixed cost of the array path. Rows (feature, s, C, n, δ) in ``detect``'s order; a contact whose normal would
     be 0/0 (an endpoint on the hole axis or on the rim circle itself) is left out, as in the array path."""
-    r, h = hole.radius, hole.height
-    z0, z1, c = r, r + h, hole.c
+    r = hole.radius
+    z0, z1, c = r, r + hole.height, hole.height + r
     dr = r - rp
+    x0, y0, q0 = E0
+    x1, y1, q1 = E1
+    rho0 = math.sqrt((x0 * x0 + y0 * y0) + 0.0)
+    rho1 = math.sqrt((x1 * x1 + y1 * y1) + 0.0)
+    ends = ((0.0, x0, y0, q0, rho0), (1.0, x1, y1, q1, rho1))
     rows = []
-    rho = []
-    for e, (x, y, z) in enumerate((E0, E1)):
-        rho.append(math.sqrt((x * x + y * y) + 0.0))
-    for e, (x, y, z) in enumerate((E0, E1)):                    # case 1: bottom cap
-        uz = z - z0
-        du = math.sqrt((x * x + y * y) + uz * uz)
-        if z <= z0 and du > dr and du > 0.0:
-            ux, uy, uz = x / du, y / du, uz / du
-            rows.append((CAP, float(e), (0.0 + r * ux, 0.0 + r * uy, z0 + r * uz), (-ux, -uy, -uz), du + rp - r))
-    for e, (x, y, z) in enumerate((E0, E1)):                    # case 2: cylindrical wall
-        if z0 < z < z1 and rho[e] > dr and rho[e] > 0.0:
-            wx, wy = x / rho[e], y / rho[e]
-            rows.append((BODY, float(e), (r * wx, r * wy, z), (-wx, -wy, -0.0), rho[e] + rp - r))
-    if E0[2] >= z1 or E1[2] >= z1:                              # case 3: rim
-        for e, (x, y, z) in enumerate((E0, E1)):
-            lb = math.sqrt((rho[e] - r) * (rho[e] - r) + (z - z1) * (z - z1))
+    if q0 <= z0 or q1 <= z0:                                    # case 1: bottom cap
+        for e, x, y, z, rho in ends:
+            if z <= z0:
+                uz = z - z0
+                du = math.sqrt((x * x + y * y) + uz * uz)
+                if du > dr and du > 0.0:
+                    ux, uy, uz = x / du, y / du, uz / du
+                    rows.append((CAP, e, (0.0 + r * ux, 0.0 + r * uy, z0 + r * uz), (-ux, -uy, -uz), du + rp - r))
+    for e, x, y, z, rho in ends:                                # case 2: cylindrical wall
+        if z0 < z < z1 and rho > dr and rho > 0.0:
+            wx, wy = x / rho, y / rho
+            rows.append((BODY, e, (r * wx, r * wy, z), (-wx, -wy, -0.0), rho + rp - r))
+    if q0 >= z1 or q1 >= z1:                                    # case 3: rim
+        for e, x, y, z, rho in ends:
+            lb = math.sqrt((rho - r) * (rho - r) + (z - z1) * (z - z1))
             if lb < rp * (1 + 1e-9) + 1e-12:
-                phi, d, _ = _rim_one((0.0 - x, 0.0 - y, z1 - z), (0.0, 0.0, 0.0), r, levels)
+                phi, d, _ = _rim_one((0.0 - x, 0.0 - y, z1 - z), _ZERO3, r, levels)
                 if 0.0 < d < rp:
                     R = (r * math.cos(phi), r * math.sin(phi), z1)
-                    rows.append((RIM_CAP0 + e, float(e), R, ((x - R[0]) / d, (y - R[1]) / d, (z - R[2]) / d), rp - d))
-        A = [b - a for a, b in zip(E0, E1)]
-        phi, d, sb = _rim_one((0.0 - E0[0], 0.0 - E0[1], z1 - E0[2]), A, r, levels)
+                    rows.append((RIM_CAP0 + int(e), e, R, ((x - R[0]) / d, (y - R[1]) / d, (z - R[2]) / d), rp - d))
+        A = (x1 - x0, y1 - y0, q1 - q0)
+        phi, d, sb = _rim_one((0.0 - x0, 0.0 - y0, z1 - q0), A, r, levels)
         if 0.0 < d < rp and 0.0 < sb < 1.0:
             R = (r * math.cos(phi), r * math.sin(phi), z1)
-            Rp = [a + sb * da for a, da in zip(E0, A)]
+            Rp = (x0 + sb * A[0], y0 + sb * A[1], q0 + sb * A[2])
             rows.append((RIM_BODY, sb, R, ((Rp[0] - R[0]) / d, (Rp[1] - R[1]) / d, (Rp[2] - R[2]) / d), rp - d))
-    for e, (x, y, z) in enumerate((E0, E1)):                    # case 4: top face
-        if z - rp < c and z > c - rp - 0.0 and rho[e] >= r and abs(x) <= hole.a / 2 and abs(y) <= hole.b / 2:
-            rows.append((TOP_FACE, float(e), (x, y, c), (0.0, 0.0, 1.0), c - (z - rp)))
+    if q0 > c - rp or q1 > c - rp:                              # case 4: top face
+        ha, hb = hole.a / 2, hole.b / 2
+        for e, x, y, z, rho in ends:
+            if z - rp < c and z > c - rp - 0.0 and rho >= r and abs(x) <= ha and abs(y) <= hb:
+                rows.append((TOP_FACE, e, (x, y, c), (0.0, 0.0, 1.0), c - (z - rp)))
     return rows
+
+
+_ZERO3 = (0.0, 0.0, 0.0)
 
 
 def _rim(Ea, idx, rpi, rho, r, z1, levels, out) -> None:
@@ -417,32 +464,38 @@ def _rim(Ea, idx, rpi, rho, r, z1, levels, out) -> None:
 
 
 def _manifold_one(rows: list, Rh, ph, dedup_tol: float) -> ContactManifold:
-    """ContactManifold of one pair's rows (``_detect_one``), moved to the world as ``detect`` does."""
+    """ContactManifold of one pair's rows (``_detect_one``), moved to the world as ``detect`` does.
+
+    ``_dedup`` for one pair in floats, before any array is built: rows in a stable order by s, a row dropped when
+    its predecessor has the same s (to 1e-12) and a point within dedup_tol (the norm summed as numpy sums three
+    terms along an axis); the world move of a hole pose is linear and leaves it to the array form."""
     n = len(rows)
     if n == 0:
         z = np.zeros((0, 3))
         return ContactManifold(np.zeros(0, int), np.zeros(0, int), z, z, np.zeros(0), np.zeros(0))
-    pair = np.zeros(n, int)
-    data = np.array([(f, s_, *C_, *n_, d_) for f, s_, C_, n_, d_ in rows])      # one array: (feature, s, C, n, δ)
-    feat = data[:, 0].astype(int)
-    s, C, nrm, dep = data[:, 1], data[:, 2:5], data[:, 5:8], data[:, 8]
+    if n > 1:
+        if Rh is None:
+            order = sorted(range(n), key=lambda i: rows[i][1])
+            drop = set()
+            for i, j in zip(order[:-1], order[1:]):
+                ci, cj = rows[i][2], rows[j][2]
+                dx, dy, dz = cj[0] - ci[0], cj[1] - ci[1], cj[2] - ci[2]
+                if abs(rows[j][1] - rows[i][1]) < 1e-12 and math.sqrt((dx * dx + dy * dy) + dz * dz) < dedup_tol:
+                    drop.add(j)
+            if drop:
+                rows = [row for i, row in enumerate(rows) if i not in drop]
+                n = len(rows)
+    data = np.array([(s_, *C_, *n_, d_) for _, s_, C_, n_, d_ in rows])      # one array: (s, C, n, δ)
+    pair, feat = np.zeros(n, int), np.array([row[0] for row in rows])
+    s, C, nrm, dep = data[:, 0], data[:, 1:4], data[:, 4:7], data[:, 7]
     if Rh is not None:
         C = np.einsum('nij,nj->ni', Rh[pair], C) + ph[pair]
         nrm = np.einsum('nij,nj->ni', Rh[pair], nrm)
-    if n < 2:
-        return ContactManifold(pair, feat, C, nrm, dep, s)
-    # _dedup for one pair in floats: stable order by s, a contact dropped when its predecessor has the same s
-    # (to 1e-12) and lies within dedup_tol (the norm summed as numpy sums three terms along an axis)
-    order = sorted(range(n), key=lambda i: rows[i][1])
-    drop = set()
-    for i, j in zip(order[:-1], order[1:]):
-        dx, dy, dz = (C[j] - C[i]).tolist()
-        if abs(rows[j][1] - rows[i][1]) < 1e-12 and math.sqrt((dx * dx + dy * dy) + dz * dz) < dedup_tol:
-            drop.add(j)
-    if not drop:
-        return ContactManifold(pair, feat, C, nrm, dep, s)
-    keep = np.array([i not in drop for i in range(n)])
-    return ContactManifold(pair[keep], feat[keep], C[keep], nrm[keep], dep[keep], s[keep])
+        if n > 1:
+            keep = _dedup(pair, s, C, dedup_tol)
+            if not keep.all():
+                return ContactManifold(pair[keep], feat[keep], C[keep], nrm[keep], dep[keep], s[keep])
+    return ContactManifold(pair, feat, C, nrm, dep, s)
 
 
 def _dedup(pair, s, C, tol) -> np.ndarray:
