@@ -99,6 +99,19 @@ class RingBuffer:
         self.popped += n
         return out
 
+    def leading_before(self, stamp_ns: int) -> int:
+        """How many of the oldest unread samples, in arrival order, are stamped before ``stamp_ns`` (the run
+        up to the first one at or after it)."""
+        self._flush()
+        idx = (self._head - self._size + np.arange(self._size)) % self.capacity
+        late = np.flatnonzero(self._stamps[idx] >= stamp_ns)
+        return int(late[0]) if len(late) else self._size
+
+    def first_stamp(self) -> int | None:
+        """Stamp of the oldest unread sample, or None when empty."""
+        self._flush()
+        return int(self._stamps[(self._head - self._size) % self.capacity]) if self._size else None
+
     def clear(self) -> None:
         """Forget the unread samples (counted in ``discarded``)."""
         self._flush()

@@ -11,7 +11,8 @@ since the last one, vectorised:
    displacement coordinate c = sign q (joint) or c = -p . n (pose);
 3. pairing: c is interpolated linearly at each wrench stamp inside the displacement stream's span
    (wrench samples wait for the displacement stream; gaps longer than sensor_timeout, and holes where the
-   ring buffer dropped displacement samples under overload, are not bridged);
+   ring buffer dropped displacement samples under overload, are not bridged; after an overflow the samples
+   that lost their partners are taken beyond the update budget, so the two streams' chunks stay aligned);
 4. datum: fixed (parameter) or the coordinate at contact onset (F_n >= onset_force, re-armed when
    F_n < contact_force_threshold); deformation x = c - c_datum;
 5. centred local-linear differentiation over +-M samples (contact_dynamics_common.signal), i.e. a delay
@@ -235,8 +236,9 @@ class ContactPipeline:
         backlog is worked off equals one step over everything (pairing, differentiator and estimators
         carry their state across steps).
         """
-        wt, wf = self.wrench_buffer.pop(max_samples)
-        dt, dc = self.disp_buffer.pop(max_samples)
+        w_extra, d_extra = self._stale_after_overflow() if max_samples is not None else (0, 0)
+        wt, wf = self.wrench_buffer.pop(None if max_samples is None else max_samples + w_extra)
+        dt, dc = self.disp_buffer.pop(None if max_samples is None else max_samples + d_extra)
         # a full ring buffer drops its oldest unread samples: the hole lies right before the first one popped
         d_hole = self.disp_buffer.overflowed > self._d_overflow_seen
         self._d_overflow_seen = self.disp_buffer.overflowed
@@ -256,6 +258,30 @@ class ContactPipeline:
             d_idx = _indices(d_segs)
             self._update(self._ingest(wt[w_idx], wf[w_idx], dt[d_idx], dc[d_idx]).samples)
         return self.estimates()
+
+    def _stale_after_overflow(self) -> tuple[int, int]:
+        """Samples at the head of each buffer that lost their partners in the other stream's overflow: taken
+        beyond the per-update budget so the chunks of the two streams cover the same time.
+
+        An overloaded node's callbacks drain one subscription, then the other, so one stream runs ahead of the
+        other by up to an input queue; when both ring buffers overflow, equal-count chunks of the two then
+        cover different times and hardly pair (measured: none of 1200 wrench samples paired with a 50-sample
+        lead, budget 50). After a displacement overflow, wrench samples stamped before the oldest unread
+        displacement sample lie in its hole (never paired, counted ``wrench_in_displacement_hole``); after a
+        wrench overflow, displacement samples before the oldest unread wrench sample, but the one just before
+        it (its interpolation partner), pair with nothing. Neither costs estimator work.
+        """
+        w_extra = d_extra = 0
+        if self.disp_buffer.overflowed > self._d_overflow_seen:
+            first = self.disp_buffer.first_stamp()
+            if first is not None:
+                w_extra = self.wrench_buffer.leading_before(first)
+        if self.wrench_buffer.overflowed > self._w_overflow_seen:
+            first = self.wrench_buffer.first_stamp()
+            if first is not None:
+                d_extra = max(self.disp_buffer.leading_before(first) - 1, 0)
+        self._w_overflow_seen = self.wrench_buffer.overflowed
+        return w_extra, d_extra
 
     def estimates(self) -> list[ContactEstimate]:
         return [self.monitors[n].review(est.estimate()) for n, est in self.estimators.items()]
@@ -415,6 +441,7 @@ class ContactPipeline:
         self._d_hole = np.zeros(0, dtype=bool)       # per queued displacement sample: samples lost before it
         self._d_hole_next = False
         self._d_overflow_seen = self.disp_buffer.overflowed
+        self._w_overflow_seen = self.wrench_buffer.overflowed
 
     def _ingest(self, wt, wf, dt, dc) -> _Ingested:
         """Gated samples in: queue them, pair what can be paired, differentiate what has a full window."""
