@@ -265,11 +265,13 @@ UNIFORM_TOL = 1e-6
 
 
 def _apply_segment(ts: np.ndarray, cols: list[np.ndarray], width_s: float, half: int, orders: tuple[int, ...],
-                   period_s: float, cached: bool, tol: float = UNIFORM_TOL) -> list[list[np.ndarray]]:
+                   period_s: float, cached: bool, tol: float = UNIFORM_TOL, method: str = 'auto'
+                   ) -> list[list[np.ndarray]]:
     """Kernel outputs at the centres [half, len - half) of one hole-free piece, per column and order: windows whose
     intervals lie within ``tol`` (relative) of ``period_s`` by correlation with :func:`uniform_kernel_weights`,
     the others with their own real-stamp rows (``_kernel_rows``; through ``_cached_rows`` when ``cached``). The
-    choice is made per window, so the outputs do not depend on how a stream is cut into blocks."""
+    choice is made per window, so the outputs do not depend on how a stream is cut into blocks (bit for bit with
+    ``method='direct'``; scipy's 'auto' may correlate long pieces by FFT, whose rounding depends on the length)."""
     from scipy.signal import correlate
     m = half
     n_c = len(ts) - 2 * m
@@ -281,9 +283,9 @@ def _apply_segment(ts: np.ndarray, cols: list[np.ndarray], width_s: float, half:
         w = _uniform_rows(width_s, period_s, m, orders)
         for c, col in enumerate(cols):
             # a NaN must reach only the windows that hold it (an FFT would spread it over the whole piece)
-            method = 'auto' if np.isfinite(col).all() else 'direct'
+            how = method if np.isfinite(col).all() else 'direct'
             for k, o in enumerate(orders):
-                out[c][k][:] = correlate(col, w[o], mode='valid', method=method)
+                out[c][k][:] = correlate(col, w[o], mode='valid', method=how)
     if nonuni.any():
         if nonuni.all():
             runs = [(0, n_c)]
@@ -319,7 +321,8 @@ def _uniform_rows(width_s: float, period_s: float, half: int, orders: tuple[int,
 
 
 def _apply(t: np.ndarray, cols: list[np.ndarray], width_s: float, half: int, orders: tuple[int, ...],
-           gap_periods: float, period_s: float | None = None, cached: bool = True) -> list[list[np.ndarray]]:
+           gap_periods: float, period_s: float | None = None, cached: bool = True, method: str = 'auto'
+           ) -> list[list[np.ndarray]]:
     """Per column and order: the kernel output at every sample (NaN where the window is incomplete or
     spans a hole). ``period_s``: the nominal period (default: the median interval)."""
     n = len(t)
@@ -331,7 +334,7 @@ def _apply(t: np.ndarray, cols: list[np.ndarray], width_s: float, half: int, ord
         if b - a < 2 * half + 1:
             continue
         seg = _apply_segment(t[a:b], [np.asarray(col[a:b], dtype=np.float64) for col in cols], width_s, half,
-                             orders, period, cached)
+                             orders, period, cached, method=method)
         for c in range(len(cols)):
             for k in range(len(orders)):
                 out[c][k][a + half:b - half] = seg[c][k]
@@ -361,6 +364,34 @@ def filtered_derivatives(t: np.ndarray, x: np.ndarray, width_s: float, *, orders
     period = float(np.median(np.diff(t))) if len(t) > 1 else 1.0
     m = kernel_half(width_s, period) if half is None else int(half)
     return tuple(_apply(t, [np.asarray(x, dtype=np.float64)], width_s, m, tuple(orders), gap_periods)[0])
+
+
+def consistent_regressors(t: np.ndarray, force: np.ndarray, x: np.ndarray, half: int, period_s: float, *,
+                          second: bool = False, gap_periods: float = 4.0) -> tuple[np.ndarray, ...]:
+    """The regressors of a contact model from ONE kernel, at the centres t[half:-half] (length N - 2 half):
+
+        F_f = h * F,   x_f = h * x,   xd_f = h' * x,   xdd_f = h'' * x      (N, m, m/s, m/s^2)
+
+    h a Gaussian of width half / 5 samples (truncated at +-half = 5 widths) on the real stamps t (s); because
+    convolution commutes with differentiation, F = k x + b xd + m xdd gives F_f = k x_f + b xd_f + m xdd_f
+    exactly (to the quadrature error of the kernel sampled at >= 1 sample per width): no differentiator bias,
+    unlike a local-fit derivative next to the unfiltered F. Delay: half samples, as the local fit of the same
+    window. NaN at centres whose window spans a hole (a step > gap_periods x period_s) - no kernel state crosses
+    one. Bit for bit the same whatever the blocks the stream arrives in (direct correlation, per-window rows).
+    Returns (F_f, x_f, xd_f, xdd_f or None)."""
+    t = np.asarray(t, dtype=np.float64)
+    n = len(t)
+    if n < 2 * half + 1:
+        empty = np.zeros(0)
+        return empty, empty, empty, (empty if second else None)
+    width = half * period_s / 5.0
+    orders = (0, 1, 2) if second else (0, 1)
+    inner = slice(half, n - half)
+    (f_f,), = _apply(t, [np.asarray(force, dtype=np.float64)], width, half, (0,), gap_periods, period_s,
+                     cached=False, method='direct')
+    cols = _apply(t, [np.asarray(x, dtype=np.float64)], width, half, orders, gap_periods, period_s,
+                  cached=False, method='direct')[0]
+    return f_f[inner], cols[0][inner], cols[1][inner], (cols[2][inner] if second else None)
 
 
 def parallel_filter(t: np.ndarray, columns: np.ndarray, target: np.ndarray, width_s: float, *,

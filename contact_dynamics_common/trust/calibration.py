@@ -162,11 +162,26 @@ def coverage_status(k: int, n: int) -> str:
     return 'in band'
 
 
+#: environment variable carrying ``--param`` overrides to the families (and to worker processes, which inherit it)
+PARAMS_ENV = 'CONTACT_DYNAMICS_CALIBRATION_PARAMS'
+
+
+def parameter_overrides() -> dict:
+    """The node parameters ``contact-dynamics calibrate --param NAME=VALUE`` set: {name: value}. A family that
+    runs a node's configuration merges them into the node's defaults (and says so in its docstring); the
+    node's own validation rejects a wrong name or value with its one-line reason."""
+    import json
+    import os
+    text = os.environ.get(PARAMS_ENV, '')
+    return dict(json.loads(text)) if text else {}
+
+
 @dataclass
 class Report:
     """Cells keyed by (family, estimator, parameter), the runs per family and the families' failures."""
     runs: int
     seed: int
+    params: dict = field(default_factory=dict)      # the --param overrides the draws ran with
     cells: dict = field(default_factory=dict)
     errors: dict = field(default_factory=dict)      # family -> 'ExcType: message' of draws that raised
     seconds: dict = field(default_factory=dict)
@@ -299,7 +314,9 @@ def run_families_parallel(families: dict[str, str], runs: int, seed: int, report
 
 
 def format_report(report: Report) -> str:
-    lines = [f'randomized calibration: {report.runs} runs per family, seed {report.seed}',
+    lines = [f'randomized calibration: {report.runs} runs per family, seed {report.seed}'
+             + (' (node parameters set: ' + ', '.join(f'{k}={v}' for k, v in report.params.items())
+                + '; read by the families that run a node configuration)' if report.params else ''),
              'coverage = valid estimates on model-consistent data within +-2 sigma (goal 90-99 %); '
              'conf-wrong = valid with truth outside 3 sigma (goal <= 1 %); '
              'false-ref = refusals of well-excited consistent data (goal <= 5 %)',
@@ -342,6 +359,9 @@ def main(argv: list[str] | None = None) -> int:
                    'is identical for any number)')
     p.add_argument('--yaml', help='write the rows as YAML to this file')
     p.add_argument('--check', action='store_true', help='exit 1 when a confident-wrong rate exceeds the goal')
+    p.add_argument('--param', action='append', default=[], metavar='NAME=VALUE',
+                   help='set a node parameter for the families that run a node configuration (the single-point '
+                   "families: e.g. derivative_filter=consistent_kernel); VALUE is read as YAML; repeatable")
     p.add_argument('--list', action='store_true', help='list the families and exit')
     args = p.parse_args(argv)
     if args.list:
@@ -359,12 +379,31 @@ def main(argv: list[str] | None = None) -> int:
         print(f"contact-dynamics calibrate: error: no family matches {' '.join(args.family)} "
               f"(known: {', '.join(fams) or 'none'})", file=sys.stderr)
         return 2
-    report = Report(args.runs, args.seed)
-    if args.jobs > 1:
-        run_families_parallel({name: fams[name].target for name in chosen}, args.runs, args.seed, report, args.jobs)
-    else:
-        for name in chosen:
-            run_family(name, load_target(fams[name].target), args.runs, args.seed, report)
+    overrides = {}
+    for item in args.param:
+        name, eq, value = item.partition('=')
+        if not eq or not name.strip():
+            print(f"contact-dynamics calibrate: error: --param needs NAME=VALUE, got '{item}'", file=sys.stderr)
+            return 2
+        import yaml
+        overrides[name.strip()] = yaml.safe_load(value)
+    report = Report(args.runs, args.seed, params=overrides)
+    import json
+    import os
+    before = os.environ.get(PARAMS_ENV)
+    os.environ[PARAMS_ENV] = json.dumps(overrides) if overrides else ''
+    try:
+        if args.jobs > 1:
+            run_families_parallel({name: fams[name].target for name in chosen}, args.runs, args.seed, report,
+                                  args.jobs)
+        else:
+            for name in chosen:
+                run_family(name, load_target(fams[name].target), args.runs, args.seed, report)
+    finally:
+        if before is None:
+            os.environ.pop(PARAMS_ENV, None)
+        else:
+            os.environ[PARAMS_ENV] = before
     print(format_report(report))
     if args.yaml:
         import yaml

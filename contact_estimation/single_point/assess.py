@@ -63,6 +63,14 @@ ADAPTIVE_RESOLUTION = 0.003
 EXACT = 1e-9
 
 
+#: with the consistent kernel's regressors, a reference fit's gap enters sigma when it exceeds this many of the
+#: reference's (or the window's HAC) sigma in some parameter
+REFERENCE_GAP_Z = 2.0
+#: estimators whose own covariance assumes white residuals (scaled by the window's HAC / white ratio when the
+#: kernel correlates them); the frequency-domain ones have their own noise model
+WHITE_OWN_COVARIANCE = ('rls', 'ils', 'ia', 'kalman', 'gls')
+
+
 def honest_variance(terms: dict) -> np.ndarray:
     """Per-parameter published variance from the window's terms (module docstring, doc/trust/single_point.md):
 
@@ -71,14 +79,17 @@ def honest_variance(terms: dict) -> np.ndarray:
     ``terms``: 'own' (the estimator's own variance), 'hac' (Newey-West variance of the least squares of the
     window with the estimate's residuals), 'iv' and 'pf' ((variance, gap) of the instrumental-variables and
     parallel-filtered reference fits, gap = theta - ref), 'mass' / 'directional' ((variance, shift) of a
-    significant omitted term's augmented fit). theta - truth = (theta - ref) + (ref - truth): a reference's
+    significant omitted term's augmented fit); with the consistent kernel's regressors also 'window' (the
+    window's own fit, as a reference) and 'eiv' ((0, bias): the errors-in-variables bias, added squared). theta - truth = (theta - ref) + (ref - truth): a reference's
     variance plus the squared gap (a flat prior on the bias). Conservative where the estimate is at least as
     precise as the reference (the gap's own noise is counted twice); see doc/trust/single_point.md."""
     var = np.maximum(terms['own'], terms['hac'])
-    for key in ('iv', 'pf', 'mass', 'directional'):
+    for key in ('iv', 'pf', 'window', 'mass', 'directional'):
         if key in terms:
             v, g = terms[key][:2]
             var = np.maximum(var, v + np.asarray(g) ** 2)
+    if 'eiv' in terms:                      # a known bias of the consistent kernel's regressors: added
+        var = var + np.asarray(terms['eiv'][1]) ** 2
     return var
 
 
@@ -172,6 +183,9 @@ def adequacy_checks(est: ContactEstimate, samples: ContactSamples, alpha: float 
     cov = np.array(est.covariance, dtype=np.float64)
     if len(samples) < 3 * len(est.names) + 8 or not np.isfinite(est.values).all():
         return [], cov
+    # consistent-kernel regressors (the pipeline's derivative_filter): the estimator fitted the kernel's outputs;
+    # the checks judge the measurement (samples.measured) as with the local fit
+    fitted, samples = samples, samples.as_measured
     model = get_model(est.model)
     xdd = samples.xdd
     if model.uses_acceleration and (xdd is None or len(xdd) != len(samples)):
@@ -189,6 +203,13 @@ def adequacy_checks(est: ContactEstimate, samples: ContactSamples, alpha: float 
     checks = []
     hac = trust.hac_covariance(Xs, r, lags='auto') / np.outer(scale, scale)
     terms = {'own': var.copy(), 'hac': np.diagonal(hac).copy()}
+    if fitted is not samples:
+        kernel = _kernel_terms(fitted, samples, model, est.values, used)
+        terms['hac'] = kernel['hac']
+        terms['eiv'] = kernel['eiv']
+        terms['window'] = kernel['window']
+        if est.algorithm in WHITE_OWN_COVARIANCE:
+            terms['own'] = terms['own'] * kernel['correlation']
     # method bias: an estimate away from a consistent reference fit of the same samples by d (instrumental
     # variables, immune to the noise of x and of its differentiated rate; e.g. errors-in-variables
     # attenuation of least squares, spectral leakage of a frequency-domain method) carries a bias its own
@@ -225,7 +246,8 @@ def adequacy_checks(est: ContactEstimate, samples: ContactSamples, alpha: float 
         if not om.ok:
             beta = np.asarray(om.details['augmented'])      # the model's parameters fitted with the mass term
             aug = np.asarray(om.details['covariance_augmented'])
-            terms['mass'] = (np.diagonal(aug).copy(), est.values - beta)
+            terms['mass'] = (np.diagonal(aug).copy(), est.values - beta if fitted is samples
+                             else np.asarray(om.details['shift']))
     # a force that flips with the direction of motion (Coulomb friction, hysteresis: two branches) is a
     # regressor the model leaves out; material when including it moves an identifiable parameter by more than
     # MATERIAL_DIRECTIONAL of its value and 3 sigma of the augmented fit
@@ -235,12 +257,25 @@ def adequacy_checks(est: ContactEstimate, samples: ContactSamples, alpha: float 
         # significant: whatever the verdict, the sigma covers the move of the parameters when it is included
         beta = np.asarray(dv.details['augmented'])
         aug = np.asarray(dv.details['covariance_augmented'])
-        terms['directional'] = (np.diagonal(aug).copy(), est.values - beta)
+        terms['directional'] = (np.diagonal(aug).copy(), est.values - beta if fitted is samples
+                                else np.asarray(dv.details['shift']))
         shift = np.abs(np.asarray(dv.details['shift']))
         bound = np.maximum(3.0 * np.sqrt(np.maximum(np.diagonal(aug), 0.0)), MATERIAL_DIRECTIONAL * np.abs(est.values))
         if dv.details.get('share', 0.0) <= MIN_DIRECTIONAL_SHARE or not np.any(np.asarray(used) & (shift > bound)):
             dv = replace(dv, ok=True, reason='ok', details=dict(dv.details, note='significant, immaterial'))
     checks.append(dv)
+    if fitted is not samples:
+        # consistent kernel: no differentiator bias for the references to cover; while the model-adequacy tests
+        # find no omitted term, a reference's gap counts only when it stands out against the reference's own
+        # noise (a mismatch the two fits see differently); with a significant omitted term (friction,
+        # hysteresis, mass) every reference counts in full, as with the local fit
+        mismatch = 'directional' in terms or 'mass' in terms
+        noise = np.maximum(terms['own'], terms['hac'])
+        for key in ('window',) if mismatch else ('iv', 'pf', 'window'):
+            if key in terms:
+                v, g = terms[key][:2]
+                if not np.any(np.asarray(g) ** 2 > REFERENCE_GAP_Z ** 2 * np.maximum(v, noise)):
+                    del terms[key]
     var = honest_variance(terms)
     if model.uses_acceleration:
         share = _per_window(_interpolated_share, samples, 'interpolated')
@@ -272,6 +307,56 @@ def adequacy_checks(est: ContactEstimate, samples: ContactSamples, alpha: float 
     # the own sigma of an exact fit is ~1e-150)
     corr = np.clip(cov / np.outer(own, own), -1.0, 1.0)
     return checks, make_spd(corr * np.outer(target, target))
+
+
+def _kernel_terms(fitted: ContactSamples, measured: ContactSamples, model, values: np.ndarray, used) -> dict:
+    """The variance terms of an estimate on the consistent kernel's regressors (no differentiator bias):
+
+    * 'hac': Newey-West variance of the window's least squares with the estimate's residuals (lags from the
+      residuals' own correlation: the kernel correlates them over its window);
+    * 'eiv': (0, b) with b = -(X^T X / n - Sigma_E)^-1 Sigma_E theta, the errors-in-variables bias of the white
+      x noise (level from the measured x's 4th differences on the longest hole-free piece) through the kernel's
+      weights, Sigma_E = sigma_x^2 W W^T (``trust.covariance``): a bias the estimator's memory does not average
+      away, so it counts at full size whatever the window;
+    * 'window': (V_w, theta - theta_w), the window's own least squares on the kernel's regressors and its HAC
+      variance: an estimator whose memory reaches before the window (GLS over 10 s, Kalman without drift) carries
+      what the window cannot show (e.g. an approach whose force does not follow the model), seen as this gap;
+    * 'correlation': HAC / white variance of the window's fit (>= 1), the factor an own covariance that assumes
+      white residuals misses once the kernel has correlated them."""
+    X = model.regressor(fitted.x, fitted.xd, fitted.xdd)
+    r = fitted.force - X @ np.where(used, values, 0.0)
+    scale = np.sqrt(np.maximum((X * X).mean(axis=0), 1e-300))
+    hac = trust.hac_covariance(X / scale, r, lags='auto') / np.outer(scale, scale)
+    p = X.shape[1]
+    # the kernel correlates the residuals over its window; an estimator's own (white-residual) variance is
+    # scaled by the window's HAC / white ratio (the same correlation over the estimator's own memory)
+    Xs = X / scale
+    white = float(r @ r) / max(len(r) - p, 1) * np.linalg.pinv(Xs.T @ Xs) / np.outer(scale, scale)
+    ratio = np.diagonal(hac) / np.maximum(np.diagonal(white), 1e-300)
+    keep_cols = np.flatnonzero(np.broadcast_to(np.asarray(used, dtype=bool), (p,)))
+    theta_w = np.zeros(p)
+    cov_w = np.zeros((p, p))
+    if len(keep_cols):
+        Xk = X[:, keep_cols] / scale[keep_cols]
+        theta_w[keep_cols] = np.linalg.lstsq(Xk, fitted.force, rcond=None)[0] / scale[keep_cols]
+        cov_w[np.ix_(keep_cols, keep_cols)] = trust.hac_covariance(
+            Xk, fitted.force - X @ theta_w, lags='auto') / np.outer(scale[keep_cols], scale[keep_cols])
+    gap = np.where(np.broadcast_to(np.asarray(used, dtype=bool), (p,)), values - theta_w, 0.0)
+    bias = np.zeros(p)
+    t = measured.t
+    period = float(np.median(np.diff(t))) if len(t) > 1 else 0.0
+    if fitted.kernel_half > 0 and period > 0:
+        a, b = max(cond.hole_segments(t), key=lambda s: s[1] - s[0])
+        sigma_x = cond.noise_std(measured.x[a:b])
+        orders = (0, 1, 2)[:p]
+        weights = cond.uniform_kernel_weights(fitted.kernel_half * period / 5.0, period, orders,
+                                              half=fitted.kernel_half)
+        keep = np.flatnonzero(np.broadcast_to(np.asarray(used, dtype=bool), (p,)))
+        if len(keep) and sigma_x > 0:
+            sigma_e = hcov.kernel_error_covariance(weights, sigma_x, orders)[np.ix_(keep, keep)]
+            bias[keep] = hcov.eiv_bias(X[:, keep], np.asarray(values, dtype=np.float64)[keep], sigma_e)
+    return {'hac': np.diagonal(hac).copy(), 'eiv': (np.zeros(p), bias), 'window': (np.diagonal(cov_w).copy(), gap),
+            'correlation': np.maximum(ratio, 1.0)}
 
 
 def assess(est: ContactEstimate, samples: ContactSamples, convergence: trust.Check | None = None,

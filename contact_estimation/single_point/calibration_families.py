@@ -17,8 +17,8 @@ both streams); a rate mismatch (a third of the draws: the displacement stream at
 interpolated by the pipeline); wrench rate 250 - 2000 Hz; 6 - 10 s (<= 12000 samples).
 
 Every draw runs the node's own ``ContactPipeline`` (stamp gates, pairing, datum, differentiation, estimators,
-live trust monitors and the shared verdict) with the node's config defaults and ``algorithms`` = rls, ils, ia,
-kalman, gls, pushed whole and stepped once (the pipeline is batching-independent, so this is what the live
+live trust monitors and the shared verdict) with the node's config defaults (plus any ``calibrate --param
+NAME=VALUE``, e.g. ``derivative_filter=consistent_kernel``) and ``algorithms`` = rls, ils, ia, kalman, gls, pushed whole and stepped once (the pipeline is batching-independent, so this is what the live
 node and run-bag publish after the record). One ``Outcome`` per estimator and published parameter: stiffness
 always; damping (and mass) counted valid only when the estimate is valid AND the parameter is identified.
 
@@ -53,10 +53,12 @@ def _defaults() -> dict:
 
 
 def _params(model: str) -> dict:
+    """The node's defaults for this draw, with the ``contact-dynamics calibrate --param`` overrides."""
     from contact_dynamics_common.params import validate_all
+    from contact_dynamics_common.trust.calibration import parameter_overrides
     from .config import PARAMS
-    return validate_all(PARAMS, dict(joint_name='joint1', model=model, algorithms=ALGORITHMS,
-                                     datum_mode='fixed', datum=0.0))
+    return validate_all(PARAMS, dict(dict(joint_name='joint1', model=model, algorithms=ALGORITHMS,
+                                          datum_mode='fixed', datum=0.0), **parameter_overrides()))
 
 
 def _play(x: np.ndarray, r: float) -> np.ndarray:

@@ -72,6 +72,18 @@ PARAMS: list[ParamSpec] = [
               'Half width of the centred local-linear-fit differentiator giving the deformation rate (and '
               'acceleration); adds this much latency. Velocity noise ~ sigma_x*sqrt(3/(M(M+1)(2M+1)))/dt.',
               low=0.0, low_open=True, high=1.0, unit='s'),
+    ParamSpec('derivative_filter', 'local_fit',
+              "How the regressors are built: 'local_fit' (F and x as measured, xdot/xddot from a local polynomial "
+              "fit over +-differentiator_half_window: attenuated at the top of the band, so b and m are "
+              "biased there; sigma covers it) or 'consistent_kernel' (F, x and its derivatives through one Gaussian "
+              "kernel and its exact derivatives: F_f = k x_f + b xdot_f + m xddot_f holds exactly, no "
+              "differentiator bias; its window is kernel_half_window).",
+              choices=('local_fit', 'consistent_kernel')),
+    ParamSpec('kernel_half_window', 0.02,
+              "Half width of the consistent kernel's window (derivative_filter: consistent_kernel; at least 5 "
+              'samples and differentiator_half_window): a Gaussian of width a fifth of it, cut-off 0.94 / '
+              'kernel_half_window Hz; adds this much latency. Wider: less noise in the rate and acceleration '
+              'regressors (their errors-in-variables bias), more delay.', low=0.0, low_open=True, high=1.0, unit='s'),
     ParamSpec('sensor_timeout', 0.5, 'An input silent for longer is reported stale in /diagnostics.',
               low=0.0, low_open=True, unit='s'),
     ParamSpec('time_jump_threshold', 1.0,

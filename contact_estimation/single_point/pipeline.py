@@ -16,7 +16,10 @@ since the last one, vectorised:
 4. datum: fixed (parameter) or the coordinate at contact onset (F_n >= onset_force, re-armed when
    F_n < contact_force_threshold); deformation x = c - c_datum;
 5. centred local-linear differentiation over +-M samples (contact_dynamics_common.signal), i.e. a delay
-   of M samples, giving xd (and xdd for the mass model); no window spans a gap of more than 4 sample
+   of M samples, giving xd (and xdd for the mass model); with ``derivative_filter: consistent_kernel`` the
+   estimators get F, x, xd, xdd from one Gaussian kernel over +-``kernel_half_window`` instead
+   (``signal.conditioning.consistent_regressors``: the model holds exactly for them) and the measured samples
+   ride along (``ContactSamples.measured``) for the trust checks; no window spans a gap of more than 4 sample
    periods (samples lost upstream or in an overflowing buffer): those centres are not used; M is sized from
    the first 21 paired samples and re-sized when their rate changes without a reset (a block of 32
    intervals whose median departs from the sizing period by > 20 %: the differentiator re-arms at the
@@ -38,6 +41,7 @@ import numpy as np
 from contact_dynamics_common.params import ConfigError
 from contact_dynamics_common.ringbuffer import RingBuffer
 from contact_dynamics_common.signal import half_window_samples, local_derivatives
+from contact_dynamics_common.signal.conditioning import consistent_regressors
 from contact_dynamics_common.stamps import Segment, StampGate
 
 from .estimate import ContactEstimate
@@ -54,6 +58,9 @@ _PERIOD_SAMPLES = 21
 #: a step between paired samples longer than this many sample periods is a gap (samples lost: an input queue
 #: or ring buffer overflowing, a sensor drop-out); no derivative window spans one
 _GAP_PERIODS = 4.0
+#: the consistent kernel's smallest half window (samples): its Gaussian (width half / 5 samples) is then sampled
+#: at least once per width, where the trapezoid rule keeps convolution and differentiation commuting
+CONSISTENT_MIN_HALF = 5
 #: the paired-sample rate is checked on consecutive blocks of this many intervals after the half window is
 #: sized; a block whose median interval departs from the sizing period by more than _RATE_TOLERANCE
 #: (relative) is a sample-rate change: the differentiator re-arms there and re-sizes its window
@@ -154,6 +161,7 @@ class ContactPipeline:
         self._coord_sign = sign
         self._fixed_datum = sign * params['datum']
         self.force_bias = np.asarray(params['force_bias'], dtype=np.float64)
+        self._consistent = params.get('derivative_filter', 'local_fit') == 'consistent_kernel'
         self._recent_wrench = np.zeros((0, 3))          # latest accepted raw wrench rows, for tare()
         self.onset_force = params['onset_force']
         self.threshold = params['contact_force_threshold']
@@ -433,7 +441,9 @@ class ContactPipeline:
         self._w_t = np.zeros(0, dtype=np.int64)
         self._w_f = np.zeros(0)
         self._tail = (np.zeros(0), np.zeros(0), np.zeros(0))
-        self._half_window: int | None = None
+        self._half_window: int | None = None           # the derivative window's half length (samples)
+        self._local_half: int | None = None            # the local fit's (the kernel's window may be longer)
+        self._kernel_half = 0                          # the consistent kernel's, once sized (kept after a re-arm)
         self._period_s: float | None = None
         self._rate_pending = np.zeros(0)             # intervals (s) of the rate check's unfinished block
         self._datum: float | None = None
@@ -526,7 +536,13 @@ class ContactPipeline:
             return nothing
         tc, newest, fc, xc, xd = (np.concatenate(col) for col in list(zip(*parts))[:5])
         xdd = None if parts[0][5] is None else np.concatenate([p[5] for p in parts])
-        samples = ContactSamples.make(tc, fc, xc, xd, xdd)
+        measured = None
+        if parts[0][6] is not None:     # consistent kernel: the measured samples at the same stamps
+            cols = [np.concatenate([p[6][j] for p in parts]) if parts[0][6][j] is not None else None
+                    for j in range(4)]
+            measured = ContactSamples(tc, *cols)
+        samples = ContactSamples.make(tc, fc, xc, xd, xdd, measured=measured,
+                                      kernel_half=self._kernel_half if measured is not None else 0)
         self.counts['samples_dropped_nonfinite'] += samples.dropped
         self.counts['samples_used'] += len(samples)
         kept = np.searchsorted(tc, samples.t)          # the centres make() kept (times increase strictly)
@@ -549,6 +565,11 @@ class ContactPipeline:
                 return None, None
             period = float(np.median(np.diff(tt[:_PERIOD_SAMPLES])))
             self._half_window = half_window_samples(self.params['differentiator_half_window'], period)
+            self._local_half = self._half_window
+            if self._consistent:
+                self._half_window = max(half_window_samples(self.params['kernel_half_window'], period),
+                                        CONSISTENT_MIN_HALF, self._local_half)
+                self._kernel_half = self._half_window
             self._period_s = period
             self._rate_pending = np.zeros(0)
             warm_up_end = _PERIOD_SAMPLES - 1
@@ -558,7 +579,14 @@ class ContactPipeline:
             restart = change - n_tail
             tt, ff, xx = tt[:change], ff[:change], xx[:change]
         m = self._half_window
-        xd, xdd = local_derivatives(tt, xx, m, second=self.model.uses_acceleration)
+        if self._consistent:      # the kernel's regressors; the local fit of the measurement for the checks
+            f_k, x_k, xd_k, xdd_k = consistent_regressors(tt, ff, xx, m, self._period_s,
+                                                          second=self.model.uses_acceleration)
+            ml = self._local_half
+            xd, xdd = local_derivatives(tt[m - ml:len(tt) - (m - ml)], xx[m - ml:len(tt) - (m - ml)], ml,
+                                        second=self.model.uses_acceleration)
+        else:
+            xd, xdd = local_derivatives(tt, xx, m, second=self.model.uses_acceleration)
         if restart is None:
             self._tail = tuple(a[max(len(tt) - 2 * m, 0):] for a in (tt, ff, xx))
         else:                                    # the old arm's last 2m samples get no derivative
@@ -567,7 +595,7 @@ class ContactPipeline:
         if len(xd) == 0:
             return None, restart
         centre = slice(m, len(tt) - m)
-        tc, fc, xc = tt[centre], ff[centre], xx[centre]
+        tc, fc, xc = tt[centre], ff[centre], xx[centre]          # as measured, at the centres
         self.last_stamp_ns = _absolute_ns(self._t0_ns, tc[-1])
         newest = np.maximum(np.arange(2 * m, len(tt)), warm_up_end) - n_tail
         contact = (fc >= self.threshold) & np.isfinite(xc)
@@ -581,8 +609,11 @@ class ContactPipeline:
             spans = cum[centres + m] > cum[centres - m]
             self.counts['derivative_across_gap'] += int((contact & spans).sum())
             contact &= ~spans
-        return (tc[contact], newest[contact], fc[contact], xc[contact], xd[contact],
-                None if xdd is None else xdd[contact]), restart
+        measured = (fc[contact], xc[contact], xd[contact], None if xdd is None else xdd[contact])
+        if self._consistent:             # the kernel's outputs as regressors, the measured samples beside them
+            return (tc[contact], newest[contact], f_k[contact], x_k[contact], xd_k[contact],
+                    None if xdd_k is None else xdd_k[contact], measured), restart
+        return (tc[contact], newest[contact]) + measured + (None,), restart
 
     def _rate_change_at(self, tt: np.ndarray, first: int) -> int | None:
         """Index in tt of the sample that completes a block of _RATE_BLOCK intervals whose median departs
