@@ -63,7 +63,13 @@ def _get(node: Node, fqn: str, names: list[str], deadline: float) -> dict:
         while not client.wait_for_service(timeout_sec=0.5):
             if time.monotonic() > deadline:
                 return {}
-        response = call_service(node, client, GetParameters.Request(names=names), timeout=10.0)
+        # GetParameters is idempotent: ask again every 2 s. A server whose response writer has not yet matched
+        # this client's reader drops the reply (seen in a CI rehearsal under load: 'failed to send response
+        # (timeout)' from rmw, and the one call waited its whole 10 s for nothing)
+        response = None
+        give_up = max(deadline, time.monotonic() + 10.0)
+        while response is None and time.monotonic() < give_up:
+            response = call_service(node, client, GetParameters.Request(names=names), timeout=2.0)
     finally:
         node.destroy_client(client)
     if response is None:
