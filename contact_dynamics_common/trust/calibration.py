@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import json
 import math
+import os
 import sys
 import time
 import zlib
@@ -170,8 +172,6 @@ def parameter_overrides() -> dict:
     """The node parameters ``contact-dynamics calibrate --param NAME=VALUE`` set: {name: value}. A family that
     runs a node's configuration merges them into the node's defaults (and says so in its docstring); the
     node's own validation rejects a wrong name or value with its one-line reason."""
-    import json
-    import os
     text = os.environ.get(PARAMS_ENV, '')
     return dict(json.loads(text)) if text else {}
 
@@ -288,7 +288,6 @@ def run_families_parallel(families: dict[str, str], runs: int, seed: int, report
     draws' own time summed per family (CPU-side, not wall)."""
     import concurrent.futures as cf
     import multiprocessing as mp
-    import os
     saved = {k: os.environ.get(k) for k in ('OPENBLAS_NUM_THREADS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS')}
     os.environ.update({k: '1' for k in saved})           # inherited by the spawned workers only
     try:
@@ -379,17 +378,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"contact-dynamics calibrate: error: no family matches {' '.join(args.family)} "
               f"(known: {', '.join(fams) or 'none'})", file=sys.stderr)
         return 2
+    import yaml
     overrides = {}
     for item in args.param:
         name, eq, value = item.partition('=')
         if not eq or not name.strip():
             print(f"contact-dynamics calibrate: error: --param needs NAME=VALUE, got '{item}'", file=sys.stderr)
             return 2
-        import yaml
         overrides[name.strip()] = yaml.safe_load(value)
     report = Report(args.runs, args.seed, params=overrides)
-    import json
-    import os
     before = os.environ.get(PARAMS_ENV)
     os.environ[PARAMS_ENV] = json.dumps(overrides) if overrides else ''
     try:
@@ -406,7 +403,6 @@ def main(argv: list[str] | None = None) -> int:
             os.environ[PARAMS_ENV] = before
     print(format_report(report))
     if args.yaml:
-        import yaml
         with open(args.yaml, 'w', encoding='utf-8') as fh:
             yaml.safe_dump(report.as_dict(), fh, sort_keys=False)
     if report.errors:

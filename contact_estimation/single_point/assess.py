@@ -309,6 +309,21 @@ def adequacy_checks(est: ContactEstimate, samples: ContactSamples, alpha: float 
     return checks, make_spd(corr * np.outer(target, target))
 
 
+def _kernel_eiv(t: np.ndarray, x: np.ndarray, X: np.ndarray, theta: np.ndarray, width_s: float, period_s: float,
+                half: int, orders: tuple[int, ...], cols) -> tuple[np.ndarray, float]:
+    """(b, sigma_x): the first-order errors-in-variables bias b = -(X^T X / n - Sigma_E)^-1 Sigma_E theta of
+    least squares on the regressor columns ``cols`` of kernel orders ``orders`` (Gaussian of ``width_s``, +-half
+    samples at ``period_s``), Sigma_E = sigma_x^2 W W^T, and the white x noise sigma_x (m) from the high-order
+    differences of x on the longest hole-free piece of t."""
+    a, b = max(cond.hole_segments(t), key=lambda s: s[1] - s[0])
+    sigma_x = cond.noise_std(x[a:b])
+    if not sigma_x > 0:                             # noise-free x: no regressor error
+        return np.zeros(len(theta)), sigma_x
+    weights = cond.uniform_kernel_weights(width_s, period_s, orders, half=half)
+    sigma_e = hcov.kernel_error_covariance(weights, sigma_x, orders)[np.ix_(cols, cols)]
+    return hcov.eiv_bias(X, theta, sigma_e), sigma_x
+
+
 def _kernel_terms(fitted: ContactSamples, measured: ContactSamples, model, values: np.ndarray, used) -> dict:
     """The variance terms of an estimate on the consistent kernel's regressors (no differentiator bias):
 
@@ -324,37 +339,32 @@ def _kernel_terms(fitted: ContactSamples, measured: ContactSamples, model, value
     * 'correlation': HAC / white variance of the window's fit (>= 1), the factor an own covariance that assumes
       white residuals misses once the kernel has correlated them."""
     X = model.regressor(fitted.x, fitted.xd, fitted.xdd)
+    p = X.shape[1]
+    used = np.broadcast_to(np.asarray(used, dtype=bool), (p,))
+    keep = np.flatnonzero(used)
     r = fitted.force - X @ np.where(used, values, 0.0)
     scale = np.sqrt(np.maximum((X * X).mean(axis=0), 1e-300))
-    hac = trust.hac_covariance(X / scale, r, lags='auto') / np.outer(scale, scale)
-    p = X.shape[1]
+    Xs = X / scale
+    hac = trust.hac_covariance(Xs, r, lags='auto') / np.outer(scale, scale)
     # the kernel correlates the residuals over its window; an estimator's own (white-residual) variance is
     # scaled by the window's HAC / white ratio (the same correlation over the estimator's own memory)
-    Xs = X / scale
     white = float(r @ r) / max(len(r) - p, 1) * np.linalg.pinv(Xs.T @ Xs) / np.outer(scale, scale)
     ratio = np.diagonal(hac) / np.maximum(np.diagonal(white), 1e-300)
-    keep_cols = np.flatnonzero(np.broadcast_to(np.asarray(used, dtype=bool), (p,)))
     theta_w = np.zeros(p)
     cov_w = np.zeros((p, p))
-    if len(keep_cols):
-        Xk = X[:, keep_cols] / scale[keep_cols]
-        theta_w[keep_cols] = np.linalg.lstsq(Xk, fitted.force, rcond=None)[0] / scale[keep_cols]
-        cov_w[np.ix_(keep_cols, keep_cols)] = trust.hac_covariance(
-            Xk, fitted.force - X @ theta_w, lags='auto') / np.outer(scale[keep_cols], scale[keep_cols])
-    gap = np.where(np.broadcast_to(np.asarray(used, dtype=bool), (p,)), values - theta_w, 0.0)
     bias = np.zeros(p)
-    t = measured.t
-    period = float(np.median(np.diff(t))) if len(t) > 1 else 0.0
-    if fitted.kernel_half > 0 and period > 0:
-        a, b = max(cond.hole_segments(t), key=lambda s: s[1] - s[0])
-        sigma_x = cond.noise_std(measured.x[a:b])
-        orders = (0, 1, 2)[:p]
-        weights = cond.uniform_kernel_weights(fitted.kernel_half * period / 5.0, period, orders,
-                                              half=fitted.kernel_half)
-        keep = np.flatnonzero(np.broadcast_to(np.asarray(used, dtype=bool), (p,)))
-        if len(keep) and sigma_x > 0:
-            sigma_e = hcov.kernel_error_covariance(weights, sigma_x, orders)[np.ix_(keep, keep)]
-            bias[keep] = hcov.eiv_bias(X[:, keep], np.asarray(values, dtype=np.float64)[keep], sigma_e)
+    if len(keep):
+        Xk = Xs[:, keep]
+        theta_w[keep] = np.linalg.lstsq(Xk, fitted.force, rcond=None)[0] / scale[keep]
+        cov_w[np.ix_(keep, keep)] = trust.hac_covariance(
+            Xk, fitted.force - X @ theta_w, lags='auto') / np.outer(scale[keep], scale[keep])
+        t = measured.t
+        period = float(np.median(np.diff(t))) if len(t) > 1 else 0.0
+        if fitted.kernel_half > 0 and period > 0:
+            bias[keep] = _kernel_eiv(t, measured.x, X[:, keep], np.asarray(values, dtype=np.float64)[keep],
+                                     fitted.kernel_half * period / 5.0, period, fitted.kernel_half,
+                                     (0, 1, 2)[:p], keep)[0]
+    gap = np.where(used, values - theta_w, 0.0)
     return {'hac': np.diagonal(hac).copy(), 'eiv': (np.zeros(p), bias), 'window': (np.diagonal(cov_w).copy(), gap),
             'correlation': np.maximum(ratio, 1.0)}
 
@@ -773,15 +783,9 @@ def _parallel_reference(samples: ContactSamples, model, keep: tuple[bool, ...] |
         fits.append((theta, X[ok], Ff[ok] - X[ok] @ theta, X, Ff, ok))
     theta, X, r = fits[0][:3]
     sw = hcov.sandwich(X, r)
-    # errors in variables: white x noise (level from its high-order differences on the longest hole-free
-    # piece) through the kernel weights of the regressor columns
-    a, b = max(cond.hole_segments(t), key=lambda s: s[1] - s[0])
-    sigma_x = cond.noise_std(x[a:b])
     period = 1.0 / bw.rate_hz
-    half = cond.kernel_half(bw.width_s, period)
-    weights = cond.uniform_kernel_weights(bw.width_s, period, orders, half=half)
-    sigma_e = hcov.kernel_error_covariance(weights, sigma_x, orders)[np.ix_(cols_kept, cols_kept)]
-    bias = hcov.eiv_bias(X, theta, sigma_e)
+    bias, sigma_x = _kernel_eiv(t, x, X, theta, bw.width_s, period, cond.kernel_half(bw.width_s, period), orders,
+                                cols_kept)
     honest = hcov.combine(sw, eiv=bias, conditioning=hcov.conditioning(theta, fits[1][0]))
     bands = None
     if all(keep):
